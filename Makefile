@@ -1,0 +1,49 @@
+# make demo: a bare Debian 12 machine (as root) → a finished demo matrix on a loop-file device.
+# make test: lint, unit tests and the end-to-end matrix on a loop device with MariaDB + sysbench.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := .make
+PLAYBOOK := $(BIN)/ansible-playbook
+
+.PHONY: demo test lint unit e2e bench venv root clean
+
+$(STAMP)/os: | $(STAMP)
+	@command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null || { \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv; }
+	@command -v git >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git
+	touch $@
+
+$(STAMP)/venv: requirements.txt pyproject.toml $(STAMP)/os
+	python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt -e .
+	touch $@
+
+$(STAMP):
+	mkdir -p $@
+
+venv: $(STAMP)/venv
+
+root:
+	@[ "$$(id -u)" = 0 ] || { echo "this target formats a loop device and installs packages: run it as root" >&2; exit 1; }
+
+demo: root venv
+	$(PLAYBOOK) matrix.yml -e @inventory/demo.yml
+
+lint: venv
+	$(BIN)/ansible-lint --profile production --offline
+
+unit: venv
+	$(BIN)/pytest -q tests/unit
+
+e2e: root venv
+	$(BIN)/pytest -q -x tests/e2e
+
+test: root lint
+	$(BIN)/pytest -q tests
+
+bench: root venv
+	$(BIN)/python bench/figures.py
+
+clean:
+	rm -rf $(VENV) $(STAMP)

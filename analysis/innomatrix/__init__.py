@@ -1,0 +1,1 @@
+"""innomatrix: plan, run and analyse InnoDB storage benchmark matrices."""

@@ -1,0 +1,85 @@
+"""Command line: parse arguments, call the package, print. No logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from innomatrix import mycnf, plan, results
+from innomatrix.knobs import KnobError, parse_size
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _extra_vars(pairs: list[str]) -> dict:
+    """-e key=value (the value read as YAML, like ansible-playbook) or -e @file.yml."""
+    knobs: dict = {}
+    for pair in pairs:
+        if pair.startswith("@"):
+            knobs.update(yaml.safe_load(Path(pair[1:]).read_text()) or {})
+            continue
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"innomatrix: -e {pair!r}: expected key=value or @file.yml")
+        knobs[key] = yaml.safe_load(value) if value else ""
+    return knobs
+
+
+def _memory_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit("innomatrix: cannot read MemTotal from /proc/meminfo; pass --memory")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    knobs = yaml.safe_load(Path(args.defaults).read_text()) or {}
+    knobs.update(_extra_vars(args.extra_vars))
+    ctx = plan.Context(
+        host=args.host,
+        memory_bytes=parse_size("--memory", args.memory) if args.memory else _memory_bytes(),
+        device_id=args.device_id,
+        server_flavor=str(knobs.get("mysql_flavor", "mariadb")),
+        server_version=args.server_version,
+        driver_version=args.driver_version,
+        variant_digests={v: mycnf.variant_digest(args.cnf_dir, v) for v in mycnf.variant_ids(args.cnf_dir)},
+    )
+    run_dir = Path(args.results or knobs.get("results_dir", "results")) / str(knobs.get("run_name", "main"))
+    try:
+        the_plan = plan.expand(knobs, ctx, results.finished(run_dir))
+    except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
+        print(f"innomatrix: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(plan.describe(the_plan)))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="innomatrix", description="Plan and analyse InnoDB storage benchmark matrices.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="print the cells a matrix expands to, with their keys and state")
+    p.add_argument("-e", "--extra-vars", action="append", default=[], metavar="KEY=VALUE|@FILE",
+                   help="a knob, as for ansible-playbook (repeatable)")
+    p.add_argument("--defaults", default=str(ROOT / "roles/preflight/defaults/main.yml"),
+                   help="the knobs' defaults (default: the preflight role's)")
+    p.add_argument("--cnf-dir", default=str(ROOT / "my.cnf.d"), help="directory of my.cnf variants")
+    p.add_argument("--results", help="results directory (default: the results_dir knob)")
+    p.add_argument("--host", default="localhost", help="host name the cells belong to")
+    p.add_argument("--memory", help="host memory, e.g. 24G (default: this machine's)")
+    p.add_argument("--device-id", default="unknown", help="identity of the device under test, as in keys")
+    p.add_argument("--server-version", default="not installed", help="server version, as in keys")
+    p.add_argument("--driver-version", default="not installed", help="sysbench --version, as in keys")
+    p.set_defaults(func=cmd_plan)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

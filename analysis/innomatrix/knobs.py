@@ -1,0 +1,91 @@
+"""The matrix knobs as a user types them, checked and normalised.
+
+Knobs arrive from extra-vars, inventory group_vars or the CLI, as comma strings or YAML lists,
+sizes as "128M" or bytes. Everything here is pure so that a bad knob is refused before anything
+is installed or formatted, with one line that names the value and what is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+FILESYSTEMS = ("ext4", "xfs")
+WORKLOADS = ("oltp",)
+FLAVORS = ("mariadb", "mysql", "percona")
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
+_FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+class KnobError(ValueError):
+    """A knob the matrix cannot run with; the message is one line for the user."""
+
+
+def as_list(name: str, value: Any) -> list[str]:
+    """A comma string, a scalar or a YAML list → a list of non-empty strings."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = [str(v).strip() for v in value]
+    else:
+        items = [part.strip() for part in str(value).split(",")]
+    items = [item for item in items if item]
+    if len(set(items)) != len(items):
+        raise KnobError(f"{name}={value!r} names a value twice; list each once")
+    return items
+
+
+def parse_size(name: str, text: Any) -> int:
+    """'128M', '1.5G', '4GiB' or a byte count → bytes."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise KnobError(f"{name}: cannot read size {text!r}; use bytes or a number with K, M, G or T (e.g. 128M, 25G)")
+    number, unit = match.groups()
+    size = int(float(number) * _FACTORS[unit.upper()])
+    if size <= 0:
+        raise KnobError(f"{name}: size {text!r} must be larger than zero")
+    return size
+
+
+def size_label(size: int) -> str:
+    """Bytes → the shortest exact label (128M, 25G), used in result paths."""
+    for unit in ("T", "G", "M", "K"):
+        if size % _FACTORS[unit] == 0:
+            return f"{size // _FACTORS[unit]}{unit}"
+    return str(size)
+
+
+def positive_int(name: str, value: Any) -> int:
+    """Seconds, counts: whole numbers above zero."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise KnobError(f"{name}={value!r} is not a number; give a whole number above zero") from None
+    if number <= 0 or number != int(number):
+        raise KnobError(f"{name}={value!r} must be a whole number above zero")
+    return int(number)
+
+
+def non_negative_int(name: str, value: Any) -> int:
+    """A warmup may be zero; nothing may be negative."""
+    if str(value).strip() in ("0", "0.0"):
+        return 0
+    return positive_int(name, value)
+
+
+def choose(name: str, values: list[str], accepted: tuple[str, ...] | list[str]) -> list[str]:
+    """Every value must be one of the accepted ones; at least one must be given."""
+    if not values:
+        raise KnobError(f"{name} is empty; accepted: {', '.join(accepted)}")
+    unknown = [v for v in values if v not in accepted]
+    if unknown:
+        raise KnobError(f"{name}: unknown {', '.join(unknown)}; accepted: {', '.join(accepted)}")
+    return values
+
+
+def truthy(value: Any) -> bool:
+    """force=true on the command line arrives as a string."""
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on")

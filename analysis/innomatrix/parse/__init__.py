@@ -1,0 +1,1 @@
+"""Parsers for driver and collector output."""

@@ -1,0 +1,229 @@
+"""Expand the matrix knobs into ordered cells, each with a key, and mark the finished ones.
+
+The order groups cells so that mkfs happens once per filesystem and a dataset is loaded once per
+(filesystem, dataset). A cell's key hashes every input that can change its result, so a rerun
+with the same inputs finds the finished trial and skips it, and a changed input (an edited
+variant, another server version, another device) is never mistaken for a finished result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from innomatrix import knobs as k
+
+SCHEMA = 1
+DEFAULT_REPORT_INTERVAL = 1
+
+
+class PlanError(ValueError):
+    """The matrix cannot be planned as asked; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the plan needs to know about the host, found by probing it."""
+
+    host: str
+    memory_bytes: int
+    device_id: str
+    server_flavor: str
+    server_version: str
+    driver_version: str
+    variant_digests: dict[str, str]
+
+
+def digest(payload: Any, length: int = 16) -> str:
+    """A stable short hash of JSON-able data."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _per_fs(name: str, value: Any, filesystems: list[str]) -> dict[str, str]:
+    """mkfs/mount options are given per filesystem; a missing one means none."""
+    value = value or {}
+    if not isinstance(value, dict):
+        raise PlanError(f"{name} must map a filesystem to its options, e.g. {{xfs: '-m reflink=1'}}")
+    unknown = sorted(set(value) - set(k.FILESYSTEMS))
+    if unknown:
+        raise PlanError(f"{name}: unknown filesystem {', '.join(unknown)}; accepted: {', '.join(k.FILESYSTEMS)}")
+    return {fs: str(value.get(fs) or "").strip() for fs in filesystems}
+
+
+def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Check every knob and return them in canonical form; raises KnobError/PlanError."""
+    filesystems = k.choose("filesystems", k.as_list("filesystems", knobs.get("filesystems")), k.FILESYSTEMS)
+    workloads = k.choose("workloads", k.as_list("workloads", knobs.get("workloads")), k.WORKLOADS)
+    variants = k.choose("variants", k.as_list("variants", knobs.get("variants")), sorted(ctx.variant_digests))
+    bp_list = k.as_list("bp_sizes", knobs.get("bp_sizes"))
+    if not bp_list:
+        raise PlanError("bp_sizes is empty; give at least one buffer-pool size, e.g. bp_sizes=128M,256M")
+    bp_sizes = [k.parse_size("bp_sizes", bp) for bp in bp_list]
+    for text, size in zip(bp_list, bp_sizes):
+        if size >= ctx.memory_bytes:
+            raise PlanError(
+                f"bp_sizes: {text} is not smaller than the memory of {ctx.host} "
+                f"({k.size_label(ctx.memory_bytes)}); choose a smaller buffer pool"
+            )
+    threads = [k.positive_int("threads", t) for t in k.as_list("threads", knobs.get("threads"))]
+    if not threads:
+        raise PlanError("threads is empty; give at least one thread count, e.g. threads=4,16")
+    flavor = str(knobs.get("mysql_flavor", "mariadb"))
+    k.choose("mysql_flavor", [flavor], k.FLAVORS)
+    warmup = k.non_negative_int("warmup", knobs.get("warmup"))
+    duration = k.positive_int("duration", knobs.get("duration"))
+    interval = k.positive_int("report_interval", knobs.get("report_interval", DEFAULT_REPORT_INTERVAL))
+    if interval > duration:
+        raise PlanError(f"report_interval={interval} is longer than duration={duration}; nothing would be measured")
+    overrides = knobs.get("mycnf_overrides") or {}
+    if not isinstance(overrides, dict):
+        raise PlanError("mycnf_overrides must map option names to values")
+    if "innodb_buffer_pool_size" in overrides:
+        raise PlanError("mycnf_overrides sets innodb_buffer_pool_size; use bp_sizes, which sweeps it")
+    return {
+        "filesystems": filesystems,
+        "mkfs_options": _per_fs("mkfs_options", knobs.get("mkfs_options"), filesystems),
+        "mount_options": _per_fs("mount_options", knobs.get("mount_options"), filesystems),
+        "workloads": workloads,
+        "variants": variants,
+        "bp_sizes": bp_sizes,
+        "threads": threads,
+        "repeats": k.positive_int("repeats", knobs.get("repeats", 1)),
+        "warmup": warmup,
+        "duration": duration,
+        "report_interval": interval,
+        "oltp": {
+            "tables": k.positive_int("oltp_tables", knobs.get("oltp_tables")),
+            "table_size": k.positive_int("oltp_table_size", knobs.get("oltp_table_size")),
+            "rand_type": str(knobs.get("oltp_rand_type", "pareto")),
+            "percentile": k.positive_int("oltp_percentile", knobs.get("oltp_percentile", 95)),
+        },
+        "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},
+        "force": k.truthy(knobs.get("force", False)),
+    }
+
+
+def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict[str, Any]:
+    scale = {"tables": spec["oltp"]["tables"], "table_size": spec["oltp"]["table_size"]}
+    identity = {
+        "host": ctx.host,
+        "device": ctx.device_id,
+        "filesystem": fs,
+        "mkfs_options": spec["mkfs_options"][fs],
+        "workload": workload,
+        "scale": scale,
+        "server": [ctx.server_flavor, ctx.server_version],
+    }
+    return {"workload": workload, "scale": scale, "key": digest(identity)}
+
+
+def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any]:
+    label = k.size_label(bp)
+    path = f"{ctx.host}/{fs}/{dataset['workload']}/{variant}/bp-{label}/t{threads}/r{repeat}"
+    inputs = {
+        "schema": SCHEMA,
+        "dataset": dataset["key"],
+        "mount_options": spec["mount_options"][fs],
+        "variant": [variant, ctx.variant_digests[variant]],
+        "mycnf_overrides": spec["mycnf_overrides"],
+        "bp_bytes": bp,
+        "threads": threads,
+        "warmup": spec["warmup"],
+        "duration": spec["duration"],
+        "report_interval": spec["report_interval"],
+        "driver": [ctx.driver_version, spec["oltp"]["rand_type"], spec["oltp"]["percentile"]],
+        "repeat": repeat,
+    }
+    return {
+        "id": path.split("/", 1)[1],
+        "path": path,
+        "key": digest(inputs),
+        "host": ctx.host,
+        "filesystem": fs,
+        "workload": dataset["workload"],
+        "dataset": dataset,
+        "variant": variant,
+        "bp_size": label,
+        "bp_bytes": bp,
+        "threads": threads,
+        "repeat": repeat,
+        "warmup": spec["warmup"],
+        "duration": spec["duration"],
+        "report_interval": spec["report_interval"],
+        "oltp": spec["oltp"],
+    }
+
+
+def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The ordered cells of the matrix, split into the ones to run and the ones already done.
+
+    `finished` maps a cell path (as in results) to the `key` and `status` of its trial.json.
+    """
+    spec = normalise(knobs, ctx)
+    cells, conflicts = [], []
+    for fs in spec["filesystems"]:
+        for workload in spec["workloads"]:
+            dataset = _dataset(spec, ctx, fs, workload)
+            for variant in spec["variants"]:
+                for bp in spec["bp_sizes"]:
+                    for threads in spec["threads"]:
+                        for repeat in range(1, spec["repeats"] + 1):
+                            cell = _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat)
+                            cell["state"] = _state(cell, finished.get(cell["path"]), spec["force"], conflicts)
+                            cells.append(cell)
+    if conflicts:
+        raise PlanError(
+            f"{len(conflicts)} finished cell(s) were measured with other inputs (first: {conflicts[0]}); "
+            "use a new run_name, or force=true to measure them again (the old results are kept beside them)"
+        )
+    todo = [c for c in cells if c["state"] == "todo"]
+    for index, cell in enumerate(todo, start=1):
+        cell["index"], cell["total"] = index, len(todo)
+    return {
+        "spec": spec,
+        "cells": cells,
+        "passes": _passes(spec, todo),
+        "counts": {"cells": len(cells), "todo": len(todo), "done": len(cells) - len(todo)},
+    }
+
+
+def _state(cell: dict[str, Any], previous: dict[str, Any] | None, force: bool, conflicts: list[str]) -> str:
+    if previous is None or previous.get("status") != "ok":
+        return "todo"
+    if force:
+        return "todo"
+    if previous.get("key") != cell["key"]:
+        conflicts.append(f"{cell['path']} has key {previous.get('key')}, the plan gives {cell['key']}")
+        return "conflict"
+    return "done"
+
+
+def _passes(spec: dict[str, Any], todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One pass per filesystem that has work: mkfs once, each dataset loaded once."""
+    passes = []
+    for fs in spec["filesystems"]:
+        cells = [c for c in todo if c["filesystem"] == fs]
+        if not cells:
+            continue
+        datasets = list({c["dataset"]["key"]: c["dataset"] for c in cells}.values())
+        passes.append(
+            {
+                "filesystem": fs,
+                "mkfs_options": spec["mkfs_options"][fs],
+                "mount_options": spec["mount_options"][fs],
+                "datasets": datasets,
+                "cells": cells,
+            }
+        )
+    return passes
+
+
+def describe(plan: dict[str, Any]) -> list[str]:
+    """Human lines for --check and `innomatrix plan`: one per cell, then the counts."""
+    lines = [f"{c['path']}  key={c['key']}  {c['state']}" for c in plan["cells"]]
+    counts = plan["counts"]
+    lines.append(f"{counts['cells']} cells: {counts['todo']} to run, {counts['done']} already finished")
+    return lines

@@ -1,0 +1,63 @@
+"""Read what a results tree already holds: which cells finished, with which key."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+# <host>/<fs>/<workload>/<variant>/bp-<size>/t<threads>/r<repeat>: anything else under a run
+# (earlier attempts moved aside, temporary directories of an interrupted cell) is not a trial.
+TRIAL_DIR = re.compile(r"^[^/]+/[^/]+/[^/]+/[^/]+/bp-[^/]+/t\d+/r\d+$")
+
+
+def trial_dirs(run_dir: Path) -> list[Path]:
+    """Every trial directory under a run that has a trial.json, in path order."""
+    found = []
+    for trial_json in sorted(run_dir.glob("*/*/*/*/bp-*/t*/r*/trial.json")):
+        relative = trial_json.parent.relative_to(run_dir).as_posix()
+        if TRIAL_DIR.match(relative):
+            found.append(trial_json.parent)
+    return found
+
+
+def finished(run_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Cell path → {key, status} for every trial.json in the run; an unreadable one counts as failed."""
+    run = Path(run_dir)
+    if not run.is_dir():
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for trial in trial_dirs(run):
+        relative = trial.relative_to(run).as_posix()
+        try:
+            data = json.loads((trial / "trial.json").read_text())
+            out[relative] = {"key": data.get("key"), "status": data.get("status")}
+        except (OSError, ValueError):
+            out[relative] = {"key": None, "status": "unreadable"}
+    return out
+
+
+def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, Any]:
+    """One line per cell of the plan (cell, median throughput, p95, status), and the failed ones."""
+    run = Path(run_dir)
+    lines, failed = [], []
+    for cell in the_plan["cells"]:
+        try:
+            trial = json.loads((run / cell["path"] / "trial.json").read_text())
+        except (OSError, ValueError):
+            trial = {"status": "missing", "reasons": ["no trial.json was recorded"], "summary": {}}
+        summary = trial.get("summary") or {}
+        throughput = _figure(summary.get("throughput_median"), summary.get("throughput_unit") or "")
+        latency = _figure(summary.get("latency_p95_ms_median"), "ms p95")
+        line = f"{cell['id']:<40} {throughput:>14} {latency:>14}  {trial['status']}"
+        if trial["status"] != "ok":
+            reason = "; ".join(trial.get("reasons") or []) or "no reason recorded"
+            line += f" ({reason})"
+            failed.append(f"{cell['id']}: {reason}")
+        lines.append(line)
+    return {"lines": lines, "failed": failed}
+
+
+def _figure(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:.1f} {unit}"

@@ -1,0 +1,81 @@
+"""Thin Ansible filters over the innomatrix package: the plan and my.cnf rendering live there."""
+
+from __future__ import annotations
+
+import time
+
+from ansible.errors import AnsibleFilterError
+
+from innomatrix import mycnf, plan, results
+from innomatrix.knobs import KnobError
+
+
+def _context(facts: dict, cnf_dir: str) -> plan.Context:
+    return plan.Context(
+        host=facts["host"],
+        memory_bytes=int(facts["memory_bytes"]),
+        device_id=facts["device_id"],
+        server_flavor=facts["server_flavor"],
+        server_version=facts["server_version"],
+        driver_version=facts["driver_version"],
+        variant_digests={v: mycnf.variant_digest(cnf_dir, v) for v in mycnf.variant_ids(cnf_dir)},
+    )
+
+
+def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dict:
+    """The plan for one host; a bad knob becomes one line of error, not a traceback."""
+    try:
+        return plan.expand(knobs, _context(facts, cnf_dir), results.finished(run_dir))
+    except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def innomatrix_plan_lines(the_plan: dict) -> list[str]:
+    return plan.describe(the_plan)
+
+
+def innomatrix_mycnf(variant: str, cnf_dir: str, server: dict, overrides: dict) -> dict:
+    """Render a variant for the server in use; refuse options that server does not know."""
+    try:
+        text, notes = mycnf.render_variant(
+            cnf_dir, variant, server["flavor"], server["version"], set(server["known_options"]),
+            {str(k): str(v) for k, v in overrides.items()},
+        )
+    except mycnf.MyCnfError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+    return {"text": text, "notes": notes}
+
+
+def innomatrix_outcomes(the_plan: dict, run_dir: str) -> dict:
+    return results.outcomes(the_plan, run_dir)
+
+
+def innomatrix_known_options(help_text: str) -> list[str]:
+    return sorted(mycnf.known_options(help_text))
+
+
+def innomatrix_progress(cell: dict, started_epoch: float, finished_cells: int) -> str:
+    """`cell k/N id | elapsed | ETA`, the ETA from the cells measured so far or from the plan."""
+    elapsed = time.time() - float(started_epoch)
+    remaining = cell["total"] - cell["index"] + 1
+    per_cell = elapsed / finished_cells if finished_cells else cell["warmup"] + cell["duration"] + 5
+    return (f"cell {cell['index']}/{cell['total']} {cell['id']} | elapsed {_clock(elapsed)} | "
+            f"ETA {_clock(per_cell * remaining)}")
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "innomatrix_plan": innomatrix_plan,
+            "innomatrix_plan_lines": innomatrix_plan_lines,
+            "innomatrix_mycnf": innomatrix_mycnf,
+            "innomatrix_known_options": innomatrix_known_options,
+            "innomatrix_outcomes": innomatrix_outcomes,
+            "innomatrix_progress": innomatrix_progress,
+        }

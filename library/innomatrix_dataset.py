@@ -1,0 +1,117 @@
+#!/usr/bin/python
+"""Load a dataset once on the device under test and keep it as the pristine copy trials restore."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: innomatrix_dataset
+short_description: Load an innomatrix dataset once and keep it pristine on the device under test
+description:
+  - Initialises a datadir, starts the server, runs sysbench prepare with parallel loaders, shuts
+    the server down slowly (so the copy holds no pending purge or change-buffer work) and moves
+    the datadir to C(pristine/<key>) on the same filesystem.
+  - A pristine copy with a completion marker for the same key is reused; nothing is loaded.
+options:
+  dataset: {description: The dataset of the plan (key, workload, scale), type: dict, required: true}
+  oltp: {description: sysbench OLTP options of the plan, type: dict, required: true}
+  mountpoint: {description: Where the device under test is mounted, type: path, required: true}
+  mycnf: {description: Rendered options the load runs with, type: str, required: true}
+  server: {description: Server commands, flavor and version (mysql_server role facts), type: dict, required: true}
+  instance: {description: Socket, port and bind address of the benchmarked instance, type: dict, required: true}
+  log_dir: {description: Where the load's record and log go under results, type: path, required: true}
+  loaders: {description: Parallel sysbench loaders (sysbench parallelises across tables), type: int, required: true}
+author: innomatrix
+"""
+
+import json
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.innomatrix_runtime import (
+    Server, TrialError, iso, run, sysbench_argv, utcnow, write_cnf, write_json,
+)
+
+MARKER = ".innomatrix-dataset.json"
+
+
+def load(p: dict, loading: Path, log_dir: Path) -> dict:
+    """Create the datadir and fill it; returns the record kept beside the pristine copy."""
+    instance = p["instance"]
+    error_log = Path(instance["socket"] + ".err")
+    cnf = log_dir / "load-my.cnf"
+    write_cnf(cnf, p["mycnf"], instance, loading, error_log)
+    server = Server(p["server"], cnf, instance["socket"], log_dir / "load-mysqld.out")
+    started = time.monotonic()
+    server.initialize()
+    run(["chown", "-R", f"{instance.get('user', 'mysql')}:", str(loading)])
+    loaders = max(1, min(p["loaders"], p["oltp"]["tables"]))
+    argv = sysbench_argv(p["oltp"], instance["socket"], loaders, ["prepare"])
+    try:
+        server.start()
+        server.client("CREATE DATABASE IF NOT EXISTS sbtest")
+        with open(log_dir / "load.log", "w") as log:
+            code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        if code != 0:
+            raise TrialError(f"sysbench prepare exited {code}; see {log_dir / 'load.log'}")
+        server.client("SET GLOBAL innodb_fast_shutdown = 0")
+    finally:
+        server.stop()
+        if error_log.exists():
+            shutil.copy(error_log, log_dir / "load-mysqld.err")
+    return {
+        "key": p["dataset"]["key"],
+        "workload": p["dataset"]["workload"],
+        "scale": p["dataset"]["scale"],
+        "loaders": loaders,
+        "command": shlex.join(argv),
+        "server": {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
+        "load_s": round(time.monotonic() - started, 3),
+        "finished": iso(utcnow()),
+    }
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "dataset": {"type": "dict", "required": True},
+            "oltp": {"type": "dict", "required": True},
+            "mountpoint": {"type": "path", "required": True},
+            "mycnf": {"type": "str", "required": True},
+            "server": {"type": "dict", "required": True},
+            "instance": {"type": "dict", "required": True},
+            "log_dir": {"type": "path", "required": True},
+            "loaders": {"type": "int", "required": True},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    pristine = Path(p["mountpoint"]) / "pristine" / p["dataset"]["key"]
+    marker = pristine / MARKER
+    if marker.exists():
+        record = json.loads(marker.read_text())
+        module.exit_json(changed=False, pristine=str(pristine), reused=True, **record)
+    if module.check_mode:
+        module.exit_json(changed=True, pristine=str(pristine), msg="would load the dataset")
+
+    log_dir = Path(p["log_dir"])
+    log_dir.mkdir(parents=True, exist_ok=True)
+    loading = Path(p["mountpoint"]) / "loading"
+    shutil.rmtree(loading, ignore_errors=True)
+    try:
+        record = load(p, loading, log_dir)
+    except TrialError as exc:
+        module.fail_json(msg=f"dataset {p['dataset']['key']} on {p['mountpoint']}: {exc}")
+    pristine.parent.mkdir(exist_ok=True)
+    shutil.rmtree(pristine, ignore_errors=True)
+    loading.rename(pristine)
+    write_json(marker, record)
+    write_json(log_dir / "dataset.json", record)
+    module.exit_json(changed=True, pristine=str(pristine), reused=False, **record)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+#!/usr/bin/python
+"""Run one matrix cell on the benchmark host, start to finish, in one module call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: innomatrix_trial
+short_description: Run one innomatrix cell (restore, my.cnf, server, collectors, sysbench, stop)
+description:
+  - Restores the pristine dataset, writes the cell's my.cnf, starts the server, starts vmstat,
+    iostat and mysqladmin beside sysbench, stops everything in a finally block and publishes the
+    cell directory atomically with its trial.json.
+  - One module call instead of a task per step keeps Ansible's fixed cost per cell near 1 s.
+  - A cell that fails is recorded with status failed and its reasons; the module itself only
+    fails when it cannot write the results.
+options:
+  cell: {description: One cell of the plan (innomatrix plan), type: dict, required: true}
+  run_dir: {description: The run's results directory on this host, type: path, required: true}
+  mycnf: {description: The rendered benchmark options for this cell, type: str, required: true}
+  mycnf_notes: {description: Translation notes for the record, type: list, elements: str, default: []}
+  server: {description: Server commands, flavor and version (mysql_server role facts), type: dict, required: true}
+  instance: {description: Socket, port and bind address of the benchmarked instance, type: dict, required: true}
+  mountpoint: {description: Where the device under test is mounted, type: path, required: true}
+  device: {description: The device under test (for iostat), type: path, required: true}
+  dataset: {description: What the dataset role returned (key, pristine, load_s), type: dict, required: true}
+  driver_version: {description: sysbench --version, type: str, required: true}
+author: innomatrix
+"""
+
+import datetime as dt
+import os
+import shlex
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.innomatrix_runtime import (
+    Collectors, Server, TrialError, drop_caches, end, iso, publish, restore, spawn, sysbench_argv, tail,
+    utcnow, write_cnf, write_json,
+)
+from ansible.module_utils.innomatrix_sysbench import parse_output, summarize
+
+# A driver still running this long after its --time has hung; it is stopped and the cell fails.
+DRIVER_GRACE_S = 120
+
+
+def driver_extra(cell: dict) -> list[str]:
+    oltp = cell["oltp"]
+    return [
+        f"--rand-type={oltp['rand_type']}", f"--percentile={oltp['percentile']}",
+        f"--time={cell['warmup'] + cell['duration']}", f"--report-interval={cell['report_interval']}",
+        "--events=0", "run",
+    ]
+
+
+def measure(p: dict, tmp: Path, trial: dict) -> None:
+    """Everything between restore and stop; fills `trial` as it goes, raises TrialError on failure."""
+    cell, instance = p["cell"], p["instance"]
+    datadir = Path(p["mountpoint"]) / "data"
+    error_log = Path(instance["socket"] + ".err")
+    error_log.unlink(missing_ok=True)
+    cnf = tmp / "my.cnf"
+    write_cnf(cnf, p["mycnf"], instance, datadir, error_log)
+
+    restore_s, method = restore(Path(p["dataset"]["pristine"]), datadir)
+    trial["dataset"].update(restore_s=round(restore_s, 3), restored_by=method)
+    trial["hygiene"] = {"page_cache": drop_caches()}
+
+    server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
+    collectors = Collectors(tmp, cell["report_interval"], p["device"], server)
+    driver = None
+    try:
+        server.start()
+        (tmp / "variables.txt").write_text(server.client("SHOW GLOBAL VARIABLES"))
+        collectors.start()
+        argv = sysbench_argv(cell["oltp"], instance["socket"], cell["threads"], driver_extra(cell))
+        trial["driver"]["command"] = shlex.join(argv)
+        started = utcnow()
+        trial["times"]["started"] = iso(started)
+        trial["times"]["measure_start"] = iso(started + dt.timedelta(seconds=cell["warmup"]))
+        driver = spawn(argv, tmp / "driver.log")
+        try:
+            code = driver.wait(timeout=cell["warmup"] + cell["duration"] + DRIVER_GRACE_S)
+        except Exception:
+            end(driver, first=signal.SIGINT)
+            raise TrialError("sysbench did not finish in time and was stopped")
+        trial["times"]["ended"] = iso(utcnow())
+        if not server.alive():
+            raise TrialError(f"server died during the trial: {tail(error_log, 3)}")
+        if code != 0:
+            raise TrialError(f"sysbench exited {code}: {tail(tmp / 'driver.log', 2)}")
+    finally:
+        end(driver, first=signal.SIGINT)
+        collectors.stop()
+        trial["times"].setdefault("ended", iso(utcnow()))
+        server.stop()
+        if error_log.exists():
+            shutil.copy(error_log, tmp / "mysqld.err")
+
+
+def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
+    log = tmp / "driver.log"
+    if not log.exists():
+        return
+    parsed = parse_output(log.read_text(errors="replace"))
+    summary = summarize(parsed["intervals"], cell["warmup"], cell["report_interval"])
+    trial["summary"] = summary
+    trial["driver_summary"] = parsed["summary"]
+    if parsed.get("fatal"):
+        trial["reasons"].extend(parsed["fatal"][:3])
+    if trial["status"] == "ok" and not summary.get("intervals_measured"):
+        trial["status"] = "failed"
+        trial["reasons"].append("no interval was measured after the warmup")
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "cell": {"type": "dict", "required": True},
+            "run_dir": {"type": "path", "required": True},
+            "mycnf": {"type": "str", "required": True},
+            "mycnf_notes": {"type": "list", "elements": "str", "default": []},
+            "server": {"type": "dict", "required": True},
+            "instance": {"type": "dict", "required": True},
+            "mountpoint": {"type": "path", "required": True},
+            "device": {"type": "path", "required": True},
+            "dataset": {"type": "dict", "required": True},
+            "driver_version": {"type": "str", "required": True},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    cell = p["cell"]
+    if module.check_mode:
+        module.exit_json(changed=True, msg=f"would run {cell['id']}")
+
+    final = Path(p["run_dir"]) / cell["path"]
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    trial = {
+        "schema": 1,
+        "key": cell["key"],
+        "status": "ok",
+        "reasons": [],
+        "cell": {name: cell[name] for name in ("host", "filesystem", "workload", "variant", "bp_size", "threads", "repeat")},
+        "cell_id": cell["id"],
+        "times": {},
+        "durations": {"warmup_s": cell["warmup"], "measured_s": cell["duration"], "report_interval_s": cell["report_interval"]},
+        "driver": {"name": "sysbench", "version": p["driver_version"], "command": None},
+        "server": {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
+        "dataset": {"key": p["dataset"]["key"], "load_s": p["dataset"]["load_s"], "scale": cell["dataset"]["scale"]},
+        "mycnf_notes": p["mycnf_notes"],
+        "summary": {"throughput_median": None, "throughput_unit": "tps", "latency_p95_ms_median": None,
+                    "intervals_measured": 0},
+    }
+    wall = time.monotonic()
+    try:
+        measure(p, tmp, trial)
+    except TrialError as exc:
+        trial["status"] = "failed"
+        trial["reasons"].insert(0, str(exc))
+    except KeyboardInterrupt:
+        # Cleanup already ran in measure()'s finally; leave no trial.json that looks finished.
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    summarise_driver(tmp, cell, trial)
+    trial["wall_s"] = round(time.monotonic() - wall, 3)
+    write_json(tmp / "trial.json", trial)
+    kept = publish(tmp, final)
+    module.exit_json(changed=True, trial={k: trial[k] for k in ("status", "reasons", "summary", "dataset", "wall_s")},
+                     path=str(final), kept_aside=kept)
+
+
+if __name__ == "__main__":
+    main()

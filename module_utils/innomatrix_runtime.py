@@ -1,0 +1,268 @@
+"""What runs on the benchmark host during a trial: the server, the collectors, the clock.
+
+Shipped to the target as Ansible module_utils, so: standard library only, no project imports.
+Every process started here gets its own session, so that cleanup can end it and all its
+children by process group, and so that a Ctrl-C aimed at ansible-playbook reaches this
+code's `finally:` first instead of killing mysqld half-way through a write.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+
+class TrialError(RuntimeError):
+    """A reason a trial or a load could not finish; the message goes into trial.json."""
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(moment: dt.datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def tail(path: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start a process in its own session, its output appended to `log`."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+
+
+def end(proc: subprocess.Popen | None, first: int = signal.SIGTERM, grace: float = 10.0) -> None:
+    """Stop a process group: `first` signal, then SIGKILL after `grace` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    for sig, wait in ((first, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run(argv: list[str], timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    """A short helper command that must succeed; its stderr becomes the reason if not."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        raise TrialError(f"{argv[0]} did not finish within {timeout:.0f} s") from None
+    except OSError as exc:
+        raise TrialError(f"cannot run {argv[0]}: {exc}") from None
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise TrialError(f"{' '.join(argv[:2])} exited {done.returncode}: {detail[0]}")
+    return done
+
+
+def drop_caches() -> str:
+    """Flush dirty pages and drop the page cache so no trial starts with the last one's cache."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return "dropped"
+    except OSError as exc:
+        # Unprivileged containers cannot; the trial still runs and says so.
+        return f"not dropped: {exc.strerror}"
+
+
+class Server:
+    """One mysqld instance with its own defaults file, socket and port."""
+
+    def __init__(self, commands: dict, cnf: Path, socket: str, log: Path):
+        self.commands, self.cnf, self.socket, self.log = commands, cnf, socket, log
+        self.proc: subprocess.Popen | None = None
+
+    def client(self, sql: str, timeout: float = 120) -> str:
+        argv = [self.commands["client"], f"--socket={self.socket}", "--user=root", "-N", "-B", "-e", sql]
+        return run(argv, timeout=timeout).stdout
+
+    def initialize(self) -> None:
+        run([part.replace("{cnf}", str(self.cnf)) for part in self.commands["install_db"]], timeout=600)
+
+    def start(self, timeout: float = 300) -> None:
+        self.proc = spawn([self.commands["server"], f"--defaults-file={self.cnf}"], self.log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TrialError(f"server exited {self.proc.returncode} while starting: {tail(self.log)}")
+            ping = subprocess.run([self.commands["admin"], f"--socket={self.socket}", "--user=root", "ping"],
+                                  capture_output=True, timeout=30)
+            if ping.returncode == 0:
+                return
+            time.sleep(0.1)
+        raise TrialError(f"server not answering on {self.socket} after {timeout:.0f} s: {tail(self.log)}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 600) -> None:
+        """Clean shutdown through the server itself, then signals if it will not go."""
+        if not self.alive():
+            return
+        subprocess.run([self.commands["admin"], f"--socket={self.socket}", "--user=root", "shutdown"],
+                       capture_output=True, timeout=60)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end(self.proc)
+
+
+class StatusSampler(threading.Thread):
+    """SHOW GLOBAL STATUS every interval, written as time-stamped deltas of the counters that moved.
+
+    mysqladmin -r -i prints every variable as a table at every interval with no time stamp
+    (about 65 KB/s): deltas with the wall-clock time are a hundredth of that and align with
+    the driver's intervals. The first sample is written whole, as `absolute` rows.
+    """
+
+    def __init__(self, server: "Server", path: Path, interval: int):
+        super().__init__(daemon=True)
+        self.server, self.path, self.interval = server, path, interval
+        self.halt = threading.Event()
+
+    def sample(self) -> dict[str, float]:
+        values = {}
+        for line in self.server.client("SHOW GLOBAL STATUS", timeout=max(5, 3 * self.interval)).splitlines():
+            name, _, value = line.partition("\t")
+            try:
+                values[name] = float(value)
+            except ValueError:
+                continue
+        return values
+
+    def run(self) -> None:
+        previous: dict[str, float] | None = None
+        due = time.monotonic()
+        with open(self.path, "w") as out:
+            out.write("time\tvariable\tvalue\tkind\n")
+            while not self.halt.wait(max(0.0, due - time.monotonic())):
+                due += self.interval
+                try:
+                    values = self.sample()
+                except TrialError as exc:
+                    out.write(f"{iso(utcnow())}\t#error\t{exc}\terror\n")
+                    continue
+                stamp = iso(utcnow())
+                for name, value in values.items():
+                    if previous is None:
+                        out.write(f"{stamp}\t{name}\t{value:g}\tabsolute\n")
+                    elif value != previous.get(name, value):
+                        out.write(f"{stamp}\t{name}\t{value - previous[name]:g}\tdelta\n")
+                out.flush()
+                previous = values
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=30)
+
+
+class Collectors:
+    """vmstat, iostat and server status beside the driver, at the report interval, on one clock."""
+
+    def __init__(self, out: Path, interval: int, device: str, server: "Server"):
+        self.specs = {
+            # -t puts the wall-clock time on every line: the analysis aligns by it.
+            "vmstat.log": ["vmstat", "-n", "-t", str(interval)],
+            "iostat.json": ["iostat", "-o", "JSON", "-t", "-x", "-k", os.path.basename(device), str(interval)],
+        }
+        self.out = out
+        self.procs: list[subprocess.Popen] = []
+        self.status = StatusSampler(server, out / "status.log", interval)
+
+    def start(self) -> None:
+        # C.UTF-8 and S_TIME_FORMAT=ISO keep iostat's and vmstat's time stamps in ISO form.
+        env = dict(os.environ, LC_ALL="C.UTF-8", S_TIME_FORMAT="ISO")
+        for name, argv in self.specs.items():
+            self.procs.append(spawn(argv, self.out / name, env=env))
+        self.status.start()
+
+    def stop(self) -> None:
+        # SIGINT lets iostat close its JSON document before it exits.
+        for proc in self.procs:
+            end(proc, first=signal.SIGINT, grace=5.0)
+        if self.status.is_alive():
+            self.status.stop()
+
+
+def restore(pristine: Path, datadir: Path) -> tuple[float, str]:
+    """Replace the datadir with the pristine copy: a reflink where the filesystem can, else a copy."""
+    started = time.monotonic()
+    if datadir.exists():
+        shutil.rmtree(datadir)
+    reflink = subprocess.run(["cp", "-a", "--reflink=always", str(pristine), str(datadir)], capture_output=True)
+    method = "reflink"
+    if reflink.returncode != 0:
+        if datadir.exists():
+            shutil.rmtree(datadir)
+        run(["cp", "-a", str(pristine), str(datadir)], timeout=7200)
+        method = "copy"
+    os.sync()
+    return time.monotonic() - started, method
+
+
+def publish(tmp: Path, final: Path) -> str | None:
+    """Move a finished cell into place atomically; an earlier attempt is kept beside it, renamed."""
+    kept = None
+    if final.exists():
+        try:
+            status = json.loads((final / "trial.json").read_text()).get("status", "unknown")
+        except (OSError, ValueError):
+            status = "unreadable"
+        stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+        aside = final.with_name(f"{final.name}.{status}-{stamp}")
+        final.rename(aside)
+        kept = aside.name
+    tmp.rename(final)
+    return kept
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def write_cnf(path: Path, options_text: str, instance: dict, datadir: Path, error_log: Path) -> None:
+    """The benchmark options, then this instance's own places: last in the section, so they win."""
+    lines = [
+        options_text.rstrip(),
+        "",
+        "# this instance (innomatrix): its own datadir, socket and port, never the packaged server's",
+        f"datadir = {datadir}",
+        f"socket = {instance['socket']}",
+        f"port = {instance['port']}",
+        f"bind_address = {instance.get('bind_address', '127.0.0.1')}",
+        f"pid_file = {instance['socket']}.pid",
+        f"log_error = {error_log}",
+        f"user = {instance.get('user', 'mysql')}",
+        "",
+    ]
+    path.write_text("\n".join(lines))
+
+
+def sysbench_argv(oltp: dict, socket: str, threads: int, extra: list[str]) -> list[str]:
+    """The OLTP driver's command, shared by the load and the trials so they cannot drift apart."""
+    return [
+        "sysbench", "oltp_read_write", "--db-driver=mysql", f"--mysql-socket={socket}", "--mysql-user=root",
+        "--mysql-db=sbtest", f"--tables={oltp['tables']}", f"--table-size={oltp['table_size']}",
+        f"--threads={threads}", *extra,
+    ]
