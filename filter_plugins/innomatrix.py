@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 from ansible.errors import AnsibleFilterError
@@ -46,6 +47,13 @@ def innomatrix_mycnf(variant: str, cnf_dir: str, server: dict, overrides: dict) 
     return {"text": text, "notes": notes}
 
 
+def innomatrix_commit(checkout: str) -> str:
+    """The suite's own commit, for run.json; 'unknown' outside a git checkout."""
+    done = subprocess.run(["git", "-C", checkout, "describe", "--always", "--dirty"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
 def innomatrix_outcomes(the_plan: dict, run_dir: str) -> dict:
     return results.outcomes(the_plan, run_dir)
 
@@ -77,5 +85,6 @@ class FilterModule:
             "innomatrix_mycnf": innomatrix_mycnf,
             "innomatrix_known_options": innomatrix_known_options,
             "innomatrix_outcomes": innomatrix_outcomes,
+            "innomatrix_commit": innomatrix_commit,
             "innomatrix_progress": innomatrix_progress,
         }

@@ -141,18 +141,17 @@ class StatusSampler(threading.Thread):
         self.server, self.path, self.interval = server, path, interval
         self.halt = threading.Event()
 
-    def sample(self) -> dict[str, float]:
+    def sample(self) -> dict[str, int]:
+        """The integer counters and gauges; text and fractional values are not deltas."""
         values = {}
         for line in self.server.client("SHOW GLOBAL STATUS", timeout=max(5, 3 * self.interval)).splitlines():
             name, _, value = line.partition("\t")
-            try:
-                values[name] = float(value)
-            except ValueError:
-                continue
+            if value.isdigit():
+                values[name] = int(value)
         return values
 
     def run(self) -> None:
-        previous: dict[str, float] | None = None
+        previous: dict[str, int] | None = None
         due = time.monotonic()
         with open(self.path, "w") as out:
             out.write("time\tvariable\tvalue\tkind\n")
@@ -166,9 +165,9 @@ class StatusSampler(threading.Thread):
                 stamp = iso(utcnow())
                 for name, value in values.items():
                     if previous is None:
-                        out.write(f"{stamp}\t{name}\t{value:g}\tabsolute\n")
+                        out.write(f"{stamp}\t{name}\t{value}\tabsolute\n")
                     elif value != previous.get(name, value):
-                        out.write(f"{stamp}\t{name}\t{value - previous[name]:g}\tdelta\n")
+                        out.write(f"{stamp}\t{name}\t{value - previous[name]}\tdelta\n")
                 out.flush()
                 previous = values
 
