@@ -23,6 +23,16 @@ def _context(facts: dict, cnf_dir: str) -> plan.Context:
     )
 
 
+def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str) -> dict:
+    """The knobs alone, before the device or the server are known: {error} names a bad one."""
+    facts = {"host": "this host", "memory_bytes": memory_bytes, "device_id": "", "server_flavor": "",
+             "server_version": "", "driver_version": ""}
+    try:
+        return {"error": None, "spec": plan.normalise(knobs, _context(facts, cnf_dir))}
+    except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
+        return {"error": str(exc), "spec": None}
+
+
 def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dict:
     """The plan for one host; a bad knob becomes one line of error, not a traceback."""
     try:
@@ -81,6 +91,7 @@ class FilterModule:
     def filters(self):
         return {
             "innomatrix_plan": innomatrix_plan,
+            "innomatrix_check_knobs": innomatrix_check_knobs,
             "innomatrix_plan_lines": innomatrix_plan_lines,
             "innomatrix_mycnf": innomatrix_mycnf,
             "innomatrix_known_options": innomatrix_known_options,

@@ -24,6 +24,7 @@ author: innomatrix
 """
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import (
-    Server, TrialError, iso, run, sysbench_argv, utcnow, write_cnf, write_json,
+    Server, TrialError, iso, publish, run, sysbench_argv, utcnow, write_cnf, write_json,
 )
 
 MARKER = ".innomatrix-dataset.json"
@@ -97,20 +98,26 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(changed=True, pristine=str(pristine), msg="would load the dataset")
 
+    # The load's record is written aside and published whole: a reload (the filesystem was
+    # made again) keeps the earlier record beside the new one.
     log_dir = Path(p["log_dir"])
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = log_dir.with_name(f".{log_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
     loading = Path(p["mountpoint"]) / "loading"
     shutil.rmtree(loading, ignore_errors=True)
     try:
-        record = load(p, loading, log_dir)
+        record = load(p, loading, tmp)
     except TrialError as exc:
-        module.fail_json(msg=f"dataset {p['dataset']['key']} on {p['mountpoint']}: {exc}")
+        module.fail_json(msg=f"dataset {p['dataset']['key']} on {p['mountpoint']}: {exc}; logs in {tmp}")
     pristine.parent.mkdir(exist_ok=True)
     shutil.rmtree(pristine, ignore_errors=True)
     loading.rename(pristine)
     write_json(marker, record)
-    write_json(log_dir / "dataset.json", record)
-    module.exit_json(changed=True, pristine=str(pristine), reused=False, **record)
+    write_json(tmp / "dataset.json", record)
+    kept = publish(tmp, log_dir)
+    module.exit_json(changed=True, pristine=str(pristine), reused=False, kept_aside=kept, **record)
 
 
 if __name__ == "__main__":

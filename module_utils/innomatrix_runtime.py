@@ -221,13 +221,19 @@ def restore(pristine: Path, datadir: Path) -> tuple[float, str]:
 
 
 def publish(tmp: Path, final: Path) -> str | None:
-    """Move a finished cell into place atomically; an earlier attempt is kept beside it, renamed."""
+    """Move a finished directory into place atomically; an earlier one is kept beside it, renamed.
+
+    The earlier one's name says what it was: its trial status, or `earlier` for a record
+    that is not a trial (a dataset load).
+    """
     kept = None
     if final.exists():
-        try:
-            status = json.loads((final / "trial.json").read_text()).get("status", "unknown")
-        except (OSError, ValueError):
-            status = "unreadable"
+        status = "earlier"
+        if (final / "trial.json").exists():
+            try:
+                status = json.loads((final / "trial.json").read_text()).get("status", "unknown")
+            except (OSError, ValueError):
+                status = "unreadable"
         stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
         aside = final.with_name(f"{final.name}.{status}-{stamp}")
         final.rename(aside)

@@ -69,9 +69,13 @@ def positive_int(name: str, value: Any) -> int:
 
 def non_negative_int(name: str, value: Any) -> int:
     """A warmup may be zero; nothing may be negative."""
-    if str(value).strip() in ("0", "0.0"):
-        return 0
-    return positive_int(name, value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise KnobError(f"{name}={value!r} is not a number; give a whole number of zero or more") from None
+    if number < 0 or number != int(number):
+        raise KnobError(f"{name}={value!r} must be a whole number of zero or more")
+    return int(number)
 
 
 def choose(name: str, values: list[str], accepted: tuple[str, ...] | list[str]) -> list[str]:

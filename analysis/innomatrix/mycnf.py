@@ -12,9 +12,10 @@ benchmark cell.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 Options = dict[str, str | None]
@@ -177,8 +178,17 @@ def variant_digest(cnf_dir: str, variant: str) -> str:
     digest = hashlib.sha256()
     for path in _variant_files(cnf_dir, variant):
         digest.update(path.read_bytes())
-    digest.update(repr(RULES).encode())
+    digest.update(rules_fingerprint().encode())
     return digest.hexdigest()
+
+
+def rules_fingerprint() -> str:
+    """The translation rules as canonical text: sets sorted, so the hash is the same in every process."""
+    rows = [
+        {**asdict(rule), "flavors": sorted(rule.flavors), "values": dict(sorted(rule.values.items()))}
+        for rule in RULES
+    ]
+    return json.dumps(rows, sort_keys=True)
 
 
 # ---------------------------------------------------------------- versions

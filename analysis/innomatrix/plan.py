@@ -66,7 +66,7 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         if size >= ctx.memory_bytes:
             raise PlanError(
                 f"bp_sizes: {text} is not smaller than the memory of {ctx.host} "
-                f"({k.size_label(ctx.memory_bytes)}); choose a smaller buffer pool"
+                f"({ctx.memory_bytes / (1 << 30):.1f}G); choose a smaller buffer pool"
             )
     threads = [k.positive_int("threads", t) for t in k.as_list("threads", knobs.get("threads"))]
     if not threads:

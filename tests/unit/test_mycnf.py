@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -248,11 +249,22 @@ def test_load_variant_refuses_non_utf8(tmp_path: Path) -> None:
 def test_variant_digest_hashes_base_then_variant_then_rules() -> None:
     base = (Path(CNF_DIR) / "base.cnf").read_bytes()
     c = (Path(CNF_DIR) / "C.cnf").read_bytes()
-    rules = repr(mycnf.RULES).encode()
+    rules = mycnf.rules_fingerprint().encode()
     assert mycnf.variant_digest(CNF_DIR, "A") == hashlib.sha256(base + rules).hexdigest()
     assert mycnf.variant_digest(CNF_DIR, "C") == hashlib.sha256(base + c + rules).hexdigest()
     digests = {mycnf.variant_digest(CNF_DIR, v) for v in "ABCD"}
     assert len(digests) == 4
+
+
+def test_variant_digest_is_the_same_in_every_process() -> None:
+    # Rules hold frozensets, whose order depends on PYTHONHASHSEED: the digest must not.
+    code = "from innomatrix import mycnf; print(mycnf.variant_digest({!r}, 'C'))".format(CNF_DIR)
+    digests = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT / "analysis")}).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(digests) == 1
 
 
 def test_variant_digest_follows_edits(tmp_path: Path) -> None:

@@ -1,0 +1,121 @@
+"""The suite's own figures, measured on the demo device (run as root, through `make bench`).
+
+1. Fixed cost per cell = cell wall time (first to last Ansible task of the cell) − warmup −
+   duration, median over the demo matrix run with force=true.
+2. restore_s / load_s on XFS and on ext4, from those cells' trial.json.
+3. Fidelity: median tps of an orchestrated cell ÷ median tps of the same sysbench command run by
+   hand against the same my.cnf and the same pristine datadir, interleaved, 3 pairs.
+
+Prints the figures; asserts nothing (speed is measured here, not tested).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from innomatrix.parse.sysbench import parse_output, summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAYBOOK = [str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", "-e", "@inventory/demo.yml"]
+DEMO = yaml.safe_load((ROOT / "inventory/demo.yml").read_text())
+STATE = Path("/var/lib/innomatrix")
+MOUNT = Path("/mnt/innomatrix")
+RESULTS = ROOT / "results"
+
+
+def play(*extra: str) -> list[dict]:
+    """Run the playbook with the JSON callback; return its task records."""
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CALLBACKS_ENABLED="")
+    done = subprocess.run([*PLAYBOOK, *extra], cwd=ROOT, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(f"playbook failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+    return [task for play_ in json.loads(done.stdout)["plays"] for task in play_["tasks"]]
+
+
+def _moment(text: str) -> float:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def fixed_costs(tasks: list[dict], warmup: int, duration: int) -> dict[str, float]:
+    """Per cell: the span of its tasks (their names end with the cell id) minus warmup and duration."""
+    spans: dict[str, list[float]] = {}
+    for task in tasks:
+        name = task["task"]["name"]
+        if not name.startswith("Trial | "):
+            continue
+        cell = name.rsplit(" | ", 1)[-1]
+        times = task["task"]["duration"]
+        spans.setdefault(cell, []).extend([_moment(times["start"]), _moment(times["end"])])
+    return {cell: max(t) - min(t) - warmup - duration for cell, t in spans.items()}
+
+
+def figures_from_matrix() -> None:
+    tasks = play("-e", "run_name=bench", "-e", "force=true")
+    costs = fixed_costs(tasks, DEMO["warmup"], DEMO["duration"])
+    print(f"fixed cost per cell: median {statistics.median(costs.values()):.2f} s over {len(costs)} cells "
+          f"(min {min(costs.values()):.2f}, max {max(costs.values()):.2f})")
+    for fs in ("xfs", "ext4"):
+        trials = [json.loads(p.read_text()) for p in (RESULTS / "bench/localhost" / fs).glob("oltp/*/bp-*/t*/r1/trial.json")]
+        ratios = [t["dataset"]["restore_s"] / t["dataset"]["load_s"] for t in trials]
+        restore = statistics.median(t["dataset"]["restore_s"] for t in trials)
+        print(f"{fs}: restore_s / load_s median {statistics.median(ratios):.4f} "
+              f"(restore {restore:.3f} s by {trials[0]['dataset']['restored_by']}, load {trials[0]['dataset']['load_s']:.1f} s)")
+
+
+def by_hand(trial_dir: Path, pristine: Path, device: str) -> float:
+    """The orchestrated cell's own my.cnf and sysbench command, run without the suite."""
+    trial = json.loads((trial_dir / "trial.json").read_text())
+    subprocess.run(["mount", "-o", "noatime,nodiratime", device, str(MOUNT)], check=True)
+    try:
+        datadir = MOUNT / "data"
+        subprocess.run(["rm", "-rf", str(datadir)], check=True)
+        subprocess.run(["cp", "-a", "--reflink=auto", str(pristine), str(datadir)], check=True)
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        socket = trial["driver"]["command"].split("--mysql-socket=")[1].split()[0]
+        server = subprocess.Popen(["mariadbd", f"--defaults-file={trial_dir / 'my.cnf'}"], start_new_session=True,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while subprocess.run(["mariadb-admin", f"--socket={socket}", "--user=root", "ping"],
+                                 capture_output=True).returncode != 0:
+                time.sleep(0.1)
+            out = subprocess.run(shlex.split(trial["driver"]["command"]), capture_output=True, text=True, check=True).stdout
+        finally:
+            subprocess.run(["mariadb-admin", f"--socket={socket}", "--user=root", "shutdown"], capture_output=True)
+            server.wait(timeout=300)
+    finally:
+        subprocess.run(["umount", str(MOUNT)], check=True)
+    parsed = parse_output(out)
+    return summarize(parsed["intervals"], DEMO["warmup"], DEMO["report_interval"])["throughput_median"]
+
+
+def fidelity(pairs: int = 3) -> None:
+    one_cell = ["-e", "run_name=bench-fidelity", "-e", "filesystems=xfs", "-e", "variants=A",
+                "-e", "bp_sizes=64M", "-e", "force=true"]
+    ratios = []
+    for pair in range(1, pairs + 1):
+        play(*one_cell)
+        trial_dir = RESULTS / "bench-fidelity/localhost/xfs/oltp/A/bp-64M/t4/r1"
+        trial = json.loads((trial_dir / "trial.json").read_text())
+        orchestrated = trial["summary"]["throughput_median"]
+        device = json.loads((RESULTS / "bench-fidelity/localhost/host.json").read_text())["sessions"][-1]["device"]["path"]
+        pristine = MOUNT / "pristine" / trial["dataset"]["key"]
+        hand = by_hand(trial_dir, pristine, device)
+        ratios.append(orchestrated / hand)
+        print(f"pair {pair}: orchestrated {orchestrated:.1f} tps, by hand {hand:.1f} tps, ratio {ratios[-1]:.3f}")
+    print(f"fidelity: median ratio {statistics.median(ratios):.3f} over {pairs} interleaved pairs")
+
+
+if __name__ == "__main__":
+    figures_from_matrix()
+    fidelity()
