@@ -11,24 +11,12 @@ from innomatrix import mycnf, plan, results
 from innomatrix.knobs import KnobError
 
 
-def _context(facts: dict, cnf_dir: str) -> plan.Context:
-    return plan.Context(
-        host=facts["host"],
-        memory_bytes=int(facts["memory_bytes"]),
-        device_id=facts["device_id"],
-        server_flavor=facts["server_flavor"],
-        server_version=facts["server_version"],
-        driver_version=facts["driver_version"],
-        variant_digests={v: mycnf.variant_digest(cnf_dir, v) for v in mycnf.variant_ids(cnf_dir)},
-    )
-
-
 def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str) -> dict:
     """The knobs alone, before the device or the server are known: {error} names a bad one."""
     facts = {"host": "this host", "memory_bytes": memory_bytes, "device_id": "", "server_flavor": "",
              "server_version": "", "driver_version": ""}
     try:
-        return {"error": None, "spec": plan.normalise(knobs, _context(facts, cnf_dir))}
+        return {"error": None, "spec": plan.normalise(knobs, plan.context(facts, cnf_dir))}
     except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
         return {"error": str(exc), "spec": None}
 
@@ -36,7 +24,7 @@ def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str) -> dict
 def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dict:
     """The plan for one host; a bad knob becomes one line of error, not a traceback."""
     try:
-        return plan.expand(knobs, _context(facts, cnf_dir), results.finished(run_dir))
+        return plan.expand(knobs, plan.context(facts, cnf_dir), results.finished(run_dir))
     except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
         raise AnsibleFilterError(str(exc)) from None
 

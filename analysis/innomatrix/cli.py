@@ -38,17 +38,17 @@ def _memory_bytes() -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     knobs = yaml.safe_load(Path(args.defaults).read_text()) or {}
     knobs.update(_extra_vars(args.extra_vars))
-    ctx = plan.Context(
-        host=args.host,
-        memory_bytes=parse_size("--memory", args.memory) if args.memory else _memory_bytes(),
-        device_id=args.device_id,
-        server_flavor=str(knobs.get("mysql_flavor", "mariadb")),
-        server_version=args.server_version,
-        driver_version=args.driver_version,
-        variant_digests={v: mycnf.variant_digest(args.cnf_dir, v) for v in mycnf.variant_ids(args.cnf_dir)},
-    )
     run_dir = Path(args.results or knobs.get("results_dir", "results")) / str(knobs.get("run_name", "main"))
     try:
+        facts = {
+            "host": args.host,
+            "memory_bytes": parse_size("--memory", args.memory) if args.memory else _memory_bytes(),
+            "device_id": args.device_id,
+            "server_flavor": knobs.get("mysql_flavor", "mariadb"),
+            "server_version": args.server_version,
+            "driver_version": args.driver_version,
+        }
+        ctx = plan.context(facts, args.cnf_dir)
         the_plan = plan.expand(knobs, ctx, results.finished(run_dir))
     except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
         print(f"innomatrix: {exc}", file=sys.stderr)
@@ -63,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="print the cells a matrix expands to, with their keys and state")
     p.add_argument("-e", "--extra-vars", action="append", default=[], metavar="KEY=VALUE|@FILE",
                    help="a knob, as for ansible-playbook (repeatable)")
-    p.add_argument("--defaults", default=str(ROOT / "roles/preflight/defaults/main.yml"),
-                   help="the knobs' defaults (default: the preflight role's)")
+    p.add_argument("--defaults", default=str(ROOT / "inventory/group_vars/all.yml"),
+                   help="the knobs' defaults (default: inventory/group_vars/all.yml)")
     p.add_argument("--cnf-dir", default=str(ROOT / "my.cnf.d"), help="directory of my.cnf variants")
     p.add_argument("--results", help="results directory (default: the results_dir knob)")
     p.add_argument("--host", default="localhost", help="host name the cells belong to")

@@ -7,12 +7,14 @@ is installed or formatted, with one line that names the value and what is accept
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 FILESYSTEMS = ("ext4", "xfs")
 WORKLOADS = ("oltp",)
 FLAVORS = ("mariadb", "mysql", "percona")
+RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -62,7 +64,7 @@ def positive_int(name: str, value: Any) -> int:
         number = float(value)
     except (TypeError, ValueError):
         raise KnobError(f"{name}={value!r} is not a number; give a whole number above zero") from None
-    if number <= 0 or number != int(number):
+    if not math.isfinite(number) or number <= 0 or number != int(number):
         raise KnobError(f"{name}={value!r} must be a whole number above zero")
     return int(number)
 
@@ -73,9 +75,19 @@ def non_negative_int(name: str, value: Any) -> int:
         number = float(value)
     except (TypeError, ValueError):
         raise KnobError(f"{name}={value!r} is not a number; give a whole number of zero or more") from None
-    if number < 0 or number != int(number):
+    if not math.isfinite(number) or number < 0 or number != int(number):
         raise KnobError(f"{name}={value!r} must be a whole number of zero or more")
     return int(number)
+
+
+def distinct(name: str, texts: list[str], values: list[Any]) -> list[Any]:
+    """Two spellings of one value (1G and 1024M, 4 and 04) would make two cells with one path."""
+    seen: dict[Any, str] = {}
+    for text, value in zip(texts, values):
+        if value in seen:
+            raise KnobError(f"{name}: {seen[value]} and {text} are the same value; list each once")
+        seen[value] = text
+    return values
 
 
 def choose(name: str, values: list[str], accepted: tuple[str, ...] | list[str]) -> list[str]:

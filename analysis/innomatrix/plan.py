@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from innomatrix import knobs as k
+from innomatrix import mycnf
 
 SCHEMA = 1
 DEFAULT_REPORT_INTERVAL = 1
@@ -34,6 +35,19 @@ class Context:
     server_version: str
     driver_version: str
     variant_digests: dict[str, str]
+
+
+def context(facts: dict[str, Any], cnf_dir: str) -> Context:
+    """A Context from probed facts (as Ansible gathers them) and the variants in `cnf_dir`."""
+    return Context(
+        host=str(facts["host"]),
+        memory_bytes=int(facts["memory_bytes"]),
+        device_id=str(facts["device_id"]),
+        server_flavor=str(facts["server_flavor"]),
+        server_version=str(facts["server_version"]),
+        driver_version=str(facts["driver_version"]),
+        variant_digests={v: mycnf.variant_digest(cnf_dir, v) for v in mycnf.variant_ids(cnf_dir)},
+    )
 
 
 def digest(payload: Any, length: int = 16) -> str:
@@ -61,14 +75,15 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     bp_list = k.as_list("bp_sizes", knobs.get("bp_sizes"))
     if not bp_list:
         raise PlanError("bp_sizes is empty; give at least one buffer-pool size, e.g. bp_sizes=128M,256M")
-    bp_sizes = [k.parse_size("bp_sizes", bp) for bp in bp_list]
+    bp_sizes = k.distinct("bp_sizes", bp_list, [k.parse_size("bp_sizes", bp) for bp in bp_list])
     for text, size in zip(bp_list, bp_sizes):
         if size >= ctx.memory_bytes:
             raise PlanError(
                 f"bp_sizes: {text} is not smaller than the memory of {ctx.host} "
                 f"({ctx.memory_bytes / (1 << 30):.1f}G); choose a smaller buffer pool"
             )
-    threads = [k.positive_int("threads", t) for t in k.as_list("threads", knobs.get("threads"))]
+    thread_list = k.as_list("threads", knobs.get("threads"))
+    threads = k.distinct("threads", thread_list, [k.positive_int("threads", t) for t in thread_list])
     if not threads:
         raise PlanError("threads is empty; give at least one thread count, e.g. threads=4,16")
     flavor = str(knobs.get("mysql_flavor", "mariadb"))
@@ -81,8 +96,10 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     overrides = knobs.get("mycnf_overrides") or {}
     if not isinstance(overrides, dict):
         raise PlanError("mycnf_overrides must map option names to values")
-    if "innodb_buffer_pool_size" in overrides:
+    if any(mycnf.normalize_name(str(name)) == "innodb_buffer_pool_size" for name in overrides):
         raise PlanError("mycnf_overrides sets innodb_buffer_pool_size; use bp_sizes, which sweeps it")
+    rand_type = str(knobs.get("oltp_rand_type", "pareto"))
+    k.choose("oltp_rand_type", [rand_type], k.RAND_TYPES)
     return {
         "filesystems": filesystems,
         "mkfs_options": _per_fs("mkfs_options", knobs.get("mkfs_options"), filesystems),
@@ -98,7 +115,7 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "oltp": {
             "tables": k.positive_int("oltp_tables", knobs.get("oltp_tables")),
             "table_size": k.positive_int("oltp_table_size", knobs.get("oltp_table_size")),
-            "rand_type": str(knobs.get("oltp_rand_type", "pareto")),
+            "rand_type": rand_type,
             "percentile": k.positive_int("oltp_percentile", knobs.get("oltp_percentile", 95)),
         },
         "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},

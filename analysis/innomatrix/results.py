@@ -30,12 +30,20 @@ def finished(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for trial in trial_dirs(run):
         relative = trial.relative_to(run).as_posix()
-        try:
-            data = json.loads((trial / "trial.json").read_text())
-            out[relative] = {"key": data.get("key"), "status": data.get("status")}
-        except (OSError, ValueError):
-            out[relative] = {"key": None, "status": "unreadable"}
+        data = _read_trial(trial / "trial.json")
+        out[relative] = {"key": data.get("key"), "status": data.get("status", "unreadable")}
     return out
+
+
+def _read_trial(path: Path) -> dict[str, Any]:
+    """A trial.json as a dict; anything unreadable or not an object reads as unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {"status": "unreadable", "reasons": [f"{path.name} cannot be read as JSON"]}
+    if not isinstance(data, dict):
+        return {"status": "unreadable", "reasons": [f"{path.name} is not a JSON object"]}
+    return data
 
 
 def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, Any]:
@@ -43,10 +51,9 @@ def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, Any]:
     run = Path(run_dir)
     lines, failed = [], []
     for cell in the_plan["cells"]:
-        try:
-            trial = json.loads((run / cell["path"] / "trial.json").read_text())
-        except (OSError, ValueError):
-            trial = {"status": "missing", "reasons": ["no trial.json was recorded"], "summary": {}}
+        path = run / cell["path"] / "trial.json"
+        trial = _read_trial(path) if path.exists() else {"status": "missing", "reasons": ["no trial.json was recorded"]}
+        trial.setdefault("status", "unreadable")
         summary = trial.get("summary") or {}
         throughput = _figure(summary.get("throughput_median"), summary.get("throughput_unit") or "")
         latency = _figure(summary.get("latency_p95_ms_median"), "ms p95")
