@@ -21,7 +21,7 @@ options:
   server: {description: Server commands, flavor and version (mysql_server role facts), type: dict, required: true}
   instance: {description: Socket, port and bind address of the benchmarked instance, type: dict, required: true}
   mountpoint: {description: Where the device under test is mounted, type: path, required: true}
-  device: {description: The device under test (for iostat), type: path, required: true}
+  device: {description: "The device under test as mounted: path (for iostat), identity, filesystem, mount and queue settings", type: dict, required: true}
   dataset: {description: What the dataset role returned (key, pristine, load_s), type: dict, required: true}
   driver_version: {description: sysbench --version, type: str, required: true}
 author: innomatrix
@@ -69,7 +69,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     trial["hygiene"] = {"page_cache": drop_caches()}
 
     server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
-    collectors = Collectors(tmp, cell["report_interval"], p["device"], server)
+    collectors = Collectors(tmp, cell["report_interval"], p["device"]["path"], server)
     driver = None
     try:
         server.start()
@@ -125,7 +125,7 @@ def main() -> None:
             "server": {"type": "dict", "required": True},
             "instance": {"type": "dict", "required": True},
             "mountpoint": {"type": "path", "required": True},
-            "device": {"type": "path", "required": True},
+            "device": {"type": "dict", "required": True},
             "dataset": {"type": "dict", "required": True},
             "driver_version": {"type": "str", "required": True},
         },
@@ -153,6 +153,7 @@ def main() -> None:
         "driver": {"name": "sysbench", "version": p["driver_version"], "command": None},
         "server": {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
         "dataset": {"key": p["dataset"]["key"], "load_s": p["dataset"]["load_s"], "scale": cell["dataset"]["scale"]},
+        "device": p["device"],
         "mycnf_notes": p["mycnf_notes"],
         "summary": {"throughput_median": None, "throughput_unit": "tps", "latency_p95_ms_median": None,
                     "intervals_measured": 0},
