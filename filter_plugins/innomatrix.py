@@ -16,9 +16,10 @@ def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str) -> dict
     facts = {"host": "this host", "memory_bytes": memory_bytes, "device_id": "", "server_flavor": "",
              "server_version": "", "driver_version": ""}
     try:
-        return {"error": None, "spec": plan.normalise(knobs, plan.context(facts, cnf_dir))}
+        spec = plan.normalise(knobs, plan.context(facts, cnf_dir))
+        return {"error": None, "spec": spec, "device_bytes_needed": plan.space_needed(spec)}
     except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
-        return {"error": str(exc), "spec": None}
+        return {"error": str(exc), "spec": None, "device_bytes_needed": None}
 
 
 def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dict:

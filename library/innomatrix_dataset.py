@@ -20,6 +20,8 @@ options:
   instance: {description: Socket, port and bind address of the benchmarked instance, type: dict, required: true}
   log_dir: {description: Where the load's record and log go under results, type: path, required: true}
   loaders: {description: Parallel sysbench loaders (sysbench parallelises across tables), type: int, required: true}
+  device: {description: The device under test, named when it runs out of space, type: str, required: true}
+  bytes_needed: {description: The space the plan estimated for the dataset and its copies, type: int, required: true}
 author: innomatrix
 """
 
@@ -33,7 +35,8 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import (
-    Server, TrialError, iso, publish, run, sysbench_argv, utcnow, write_cnf, write_json,
+    Server, TrialError, bench_credentials, iso, publish, run, sysbench_argv, utcnow, write_cnf, write_driver_config,
+    write_json,
 )
 
 MARKER = ".innomatrix-dataset.json"
@@ -50,10 +53,14 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     server.initialize()
     run(["chown", "-R", f"{instance.get('user', 'mysql')}:", str(loading)])
     loaders = max(1, min(p["loaders"], p["oltp"]["tables"]))
-    argv = sysbench_argv(p["oltp"], instance["socket"], loaders, ["prepare"])
+    credentials = bench_credentials(instance)
+    driver_config = Path(instance["socket"] + ".sysbench")
+    write_driver_config(driver_config, instance["socket"], credentials)
+    argv = sysbench_argv(p["oltp"], driver_config, loaders, ["prepare"])
     try:
         server.start()
         server.client("CREATE DATABASE IF NOT EXISTS sbtest")
+        server.grant_bench_user(credentials)
         with open(log_dir / "load.log", "w") as log:
             code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
         if code != 0:
@@ -75,6 +82,17 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     }
 
 
+def out_of_space(p: dict) -> str | None:
+    """When a load fails on a full filesystem, say so first: which device, how much it needed."""
+    fs = os.statvfs(p["mountpoint"])
+    free, size = fs.f_bavail * fs.f_frsize, fs.f_blocks * fs.f_frsize
+    if free > max(size // 50, 64 << 20):
+        return None
+    return (f"{p['device']} is full ({free / 2**20:.0f} MiB free of {size / 2**30:.1f} GiB on {p['mountpoint']}); "
+            f"the matrix needs about {p['bytes_needed'] / 2**30:.1f} GiB: use a larger device or a smaller "
+            "dataset (oltp_tables, oltp_table_size) — ")
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -86,6 +104,8 @@ def main() -> None:
             "instance": {"type": "dict", "required": True},
             "log_dir": {"type": "path", "required": True},
             "loaders": {"type": "int", "required": True},
+            "device": {"type": "str", "required": True},
+            "bytes_needed": {"type": "int", "required": True},
         },
         supports_check_mode=True,
     )
@@ -110,7 +130,7 @@ def main() -> None:
     try:
         record = load(p, loading, tmp)
     except TrialError as exc:
-        module.fail_json(msg=f"dataset {p['dataset']['key']} on {p['mountpoint']}: {exc}; logs in {tmp}")
+        module.fail_json(msg=f"{out_of_space(p) or ''}dataset {p['dataset']['key']} on {p['mountpoint']}: {exc}; logs in {tmp}")
     pristine.parent.mkdir(exist_ok=True)
     shutil.rmtree(pristine, ignore_errors=True)
     loading.rename(pristine)

@@ -7,17 +7,25 @@ DOCUMENTATION = r"""
 module: innomatrix_device_facts
 short_description: Read-only probe of a device under test, with a verdict on wiping it
 description:
-  - Resolves symlinks, then reads /sys, /proc/self/mountinfo and C(blkid -p) to find what the
-    device is, who it is (serial, WWN, or a loop device's backing file), whether it or a
-    partition of it is mounted, and which signatures it carries.
-  - The device is safe to format only when it is a writable block device, nothing on it is
-    mounted (other than by the suite at I(mountpoint)) and it is blank or carries the suite's
-    own filesystem label. Any failure to probe counts as unsafe.
+  - Resolves symlinks, then reads /sys, /proc/self/mountinfo, /proc/swaps, fstab, crypttab,
+    C(blkid -p) and C(wipefs --no-act) to find what the device is, who it is (serial, WWN, or
+    a loop device's backing file), what uses it and which signatures it carries.
+  - Never safe, whatever the user says, when it is missing, not a block device, read-only,
+    smaller than needed, mounted (other than by the suite at I(mountpoint)), active swap, held
+    by another device, listed in fstab or crypttab, or holding a protected path. A signature
+    the suite did not write (filesystem, partition table, LVM, RAID, LUKS) is refused unless
+    I(wipe_device) names the device's serial, WWN or (for a loop device) backing file.
+  - Any failure to probe counts as unsafe.
 options:
   path: {description: The device as the user named it, type: str, required: true}
   mountpoint: {description: The suite's own mount point (a mount there is the suite's), type: path, required: true}
   label: {description: The filesystem label the suite writes, type: str, required: true}
   state_dir: {description: Where the suite records the UUIDs of filesystems it made, type: path, required: true}
+  protected_paths: {description: Paths whose filesystems must not live on the device, type: list, elements: path, default: []}
+  min_bytes: {description: Smallest device size the matrix needs (0 skips the check), type: int, default: 0}
+  wipe_device: {description: The device's serial, WWN or loop backing file, to allow wiping foreign signatures, type: str, default: ""}
+  fstab: {description: fstab to check, type: path, default: /etc/fstab}
+  crypttab: {description: crypttab to check, type: path, default: /etc/crypttab}
 author: innomatrix
 """
 
@@ -29,10 +37,12 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 
+SYS_BLOCK = Path("/sys/class/block")
+
 
 def sysfs(name: str, leaf: str) -> str:
     try:
-        return (Path("/sys/class/block") / name / leaf).read_text().strip()
+        return (SYS_BLOCK / name / leaf).read_text().strip()
     except OSError:
         return ""
 
@@ -49,21 +59,30 @@ def identity(name: str) -> str:
     return f"model:{sysfs(name, 'device/model') or 'unknown'}:{name}"
 
 
+def holders(names: set[str]) -> set[str]:
+    found = set()
+    for name in names:
+        folder = SYS_BLOCK / name / "holders"
+        if folder.is_dir():
+            found.update(entry.name for entry in folder.iterdir())
+    return found
+
+
 def mounts_of(names: set[str]) -> list[tuple[str, str]]:
-    """(device name, mount point) for every mount of the device or its partitions."""
+    """(device name, mount point) for every mount of the device, its partitions or holders."""
     numbers = {sysfs(n, "dev"): n for n in names}
     found = []
     with open("/proc/self/mountinfo") as info:
         for line in info:
             fields = line.split()
             if fields[2] in numbers:
-                found.append((numbers[fields[2]], fields[4]))
+                found.append((numbers[fields[2]], fields[4].replace("\\040", " ")))
     return found
 
 
 def swaps_of(paths: set[str]) -> list[str]:
     with open("/proc/swaps") as swaps:
-        return [line.split()[0] for line in swaps.readlines()[1:] if line.split()[0] in paths]
+        return [line.split()[0] for line in swaps.readlines()[1:] if os.path.realpath(line.split()[0]) in paths]
 
 
 def blkid(path: str) -> dict[str, str]:
@@ -77,21 +96,71 @@ def blkid(path: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
 
 
-def probe(path: str, mountpoint: str, label: str, state_dir: str) -> dict:
-    facts = {"path": path, "safe": False, "reasons": []}
+def wipefs_signatures(path: str) -> list[str]:
+    """What `wipefs -a` would erase: a second opinion beside blkid."""
+    done = subprocess.run(["wipefs", "--no-act", "--json", path], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise OSError(f"wipefs --no-act {path} failed: {done.stderr.strip() or done.returncode}")
+    if not done.stdout.strip():
+        return []
+    return [f"{s.get('type')} at {s.get('offset')}" for s in json.loads(done.stdout).get("signatures", [])]
+
+
+def device_of(path: str) -> str | None:
+    """The whole-disk name that holds a path's filesystem (sda for /dev/sda2), if it is a block device."""
+    probe = Path(path)
+    while not probe.exists():
+        probe = probe.parent
+    st = os.stat(probe)
+    node = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not node.exists():
+        return None
+    real = node.resolve()
+    return real.parent.name if (real / "partition").exists() else real.name
+
+
+def listed_in(table: str, column: int, real_paths: set[str], ids: dict[str, set[str]]) -> list[str]:
+    """Lines of fstab or crypttab whose device field names this device, by path, UUID or label."""
+    try:
+        lines = Path(table).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    hits = []
+    for line in lines:
+        fields = line.split()
+        if not fields or fields[0].startswith("#") or len(fields) <= column:
+            continue
+        spec = fields[column]
+        key, _, value = spec.partition("=")
+        if key in ids and value.strip('"') in ids[key]:
+            hits.append(spec)
+        elif spec.startswith("/") and os.path.realpath(spec) in real_paths:
+            hits.append(spec)
+    return hits
+
+
+def probe(p: dict) -> dict:
+    path, facts = p["path"].strip(), {"path": p["path"].strip(), "safe": False, "wipe": False, "reasons": []}
     if not path:
         facts["reasons"].append("no device named")
         return facts
     real = os.path.realpath(path)
+    shown = path if real == path else f"{path} (→ {real})"
     facts["real_path"] = real
     if not os.path.exists(real):
-        facts["reasons"].append(f"{path} does not exist")
+        facts["reasons"].append(f"{shown} does not exist")
         return facts
     if not stat.S_ISBLK(os.stat(real).st_mode):
-        facts["reasons"].append(f"{path} is not a block device")
+        facts["reasons"].append(f"{shown} is not a block device")
         return facts
     name = os.path.basename(real)
-    partitions = {p.name for p in Path("/sys/class/block", name).iterdir() if (p / "partition").exists()}
+    if (SYS_BLOCK / name / "partition").exists():
+        facts["reasons"].append(f"{shown} is a partition; name the whole device")
+        return facts
+    partitions = {e.name for e in (SYS_BLOCK / name).iterdir() if (e / "partition").exists()}
+    users = holders({name, *partitions})
+    members = {name, *partitions}
+    signatures = {n: blkid(f"/dev/{n}") for n in sorted(members)}
     facts.update(
         name=name,
         identity=identity(name),
@@ -101,32 +170,55 @@ def probe(path: str, mountpoint: str, label: str, state_dir: str) -> dict:
         read_ahead_kb=sysfs(name, "queue/read_ahead_kb"),
         rotational=sysfs(name, "queue/rotational") == "1",
         partitions=sorted(partitions),
-        signature=blkid(real),
+        holders=sorted(users),
+        signature=signatures[name],
+        wipefs=wipefs_signatures(real),
     )
-    facts["mounts"] = mounts_of({name, *partitions})
-    ours = [m for m in facts["mounts"] if m == (name, mountpoint)]
-    foreign = [m for m in facts["mounts"] if m not in ours]
-    facts["mounted_by_suite"] = bool(ours)
-    signature = facts["signature"]
+    reasons = facts["reasons"]
+    mounts = mounts_of(members | users)
+    foreign = [m for m in mounts if m != (name, p["mountpoint"])]
+    facts["mounted_by_suite"] = (name, p["mountpoint"]) in mounts
+    if facts["read_only"]:
+        reasons.append(f"{shown} is read-only")
+    if p["min_bytes"] and facts["size_bytes"] < p["min_bytes"]:
+        reasons.append(f"{shown} has {facts['size_bytes'] / 2**30:.1f} GiB; the matrix needs about "
+                       f"{p['min_bytes'] / 2**30:.1f} GiB (dataset, its pristine copy, redo log, headroom)")
+    if foreign:
+        reasons.append(f"{shown} is mounted ({', '.join(f'/dev/{d} on {m}' for d, m in foreign)})")
+    swaps = swaps_of({f"/dev/{n}" for n in members | users})
+    if swaps:
+        reasons.append(f"{shown} is active swap ({', '.join(swaps)})")
+    if users:
+        reasons.append(f"{shown} is held by {', '.join(sorted(users))} (LVM, RAID, crypt or loop on top of it)")
+    for protected in p["protected_paths"]:
+        if device_of(protected) in members | users:
+            reasons.append(f"{shown} holds {protected}")
+    ids = {key: {s[key] for s in signatures.values() if key in s} for key in ("UUID", "LABEL", "PARTUUID", "PARTLABEL")}
+    real_paths = {f"/dev/{n}" for n in members}
+    for table, column in ((p["fstab"], 0), (p["crypttab"], 1)):
+        hits = listed_in(table, column, real_paths, ids)
+        if hits:
+            reasons.append(f"{shown} is listed in {table} ({', '.join(hits)})")
+
     # The label alone could be anyone's; the UUID recorded when the suite ran mkfs is the proof.
-    record = Path(state_dir, f"{signature.get('UUID', '-')}.json")
+    signature = signatures[name]
+    record = Path(p["state_dir"], f"{signature.get('UUID', '-')}.json")
     facts["suite_formatted"] = (
-        signature.get("LABEL") == label and signature.get("TYPE") in ("ext4", "xfs") and record.is_file()
+        signature.get("LABEL") == p["label"] and signature.get("TYPE") in ("ext4", "xfs") and record.is_file()
     )
     facts["suite_record"] = json.loads(record.read_text()) if facts["suite_formatted"] else {}
-    if facts["read_only"]:
-        facts["reasons"].append(f"{path} is read-only")
-    if foreign:
-        facts["reasons"].append(f"{path} is mounted ({', '.join(f'/dev/{d} on {m}' for d, m in foreign)})")
-    swaps = swaps_of({real, *(f"/dev/{p}" for p in partitions)})
-    if swaps:
-        facts["reasons"].append(f"{path} is active swap ({', '.join(swaps)})")
-    if partitions:
-        facts["reasons"].append(f"{path} has partitions ({', '.join(sorted(partitions))})")
-    if signature and not facts["suite_formatted"]:
-        what = signature.get("TYPE") or signature.get("PTTYPE") or "unknown"
-        facts["reasons"].append(f"{path} holds a {what} signature the suite did not write")
-    facts["safe"] = not facts["reasons"]
+    foreign_signatures = not facts["suite_formatted"] and bool(signature or facts["wipefs"] or partitions)
+    if foreign_signatures:
+        what = ", ".join(facts["wipefs"]) or signature.get("TYPE") or signature.get("PTTYPE") or "partitions"
+        allowed = {facts["identity"], facts["identity"].split(":", 1)[1]}
+        if p["wipe_device"] and p["wipe_device"] in allowed:
+            facts["wipe"] = True
+        else:
+            reasons.append(
+                f"{shown} holds signatures the suite did not write ({what}); to wipe it, pass "
+                f"-e wipe_device=<its serial or WWN> ({facts['identity'].split(':', 1)[1]} here)"
+            )
+    facts["safe"] = not reasons
     return facts
 
 
@@ -137,15 +229,19 @@ def main() -> None:
             "mountpoint": {"type": "path", "required": True},
             "label": {"type": "str", "required": True},
             "state_dir": {"type": "path", "required": True},
+            "protected_paths": {"type": "list", "elements": "path", "default": []},
+            "min_bytes": {"type": "int", "default": 0},
+            "wipe_device": {"type": "str", "default": ""},
+            "fstab": {"type": "path", "default": "/etc/fstab"},
+            "crypttab": {"type": "path", "default": "/etc/crypttab"},
         },
         supports_check_mode=True,
     )
     try:
-        params = module.params
-        facts = probe(params["path"].strip(), params["mountpoint"], params["label"], params["state_dir"])
-    except OSError as exc:
+        facts = probe(module.params)
+    except (OSError, ValueError) as exc:
         # Fail closed: a device that cannot be probed is never formatted.
-        facts = {"path": module.params["path"], "safe": False, "reasons": [f"cannot probe: {exc}"]}
+        facts = {"path": module.params["path"], "safe": False, "wipe": False, "reasons": [f"cannot probe it: {exc}"]}
     module.exit_json(changed=False, device=facts)
 
 

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import (
-    Collectors, Server, TrialError, drop_caches, end, iso, publish, restore, spawn, sysbench_argv, tail,
+    Collectors, Server, TrialError, bench_credentials, drop_caches, end, iso, publish, restore, spawn, sysbench_argv,
+    tail, write_driver_config,
     utcnow, write_cnf, write_json,
 )
 from ansible.module_utils.innomatrix_sysbench import parse_output, summarize
@@ -73,9 +74,13 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     driver = None
     try:
         server.start()
+        credentials = bench_credentials(instance)
+        server.grant_bench_user(credentials)
+        driver_config = Path(instance["socket"] + ".sysbench")
+        write_driver_config(driver_config, instance["socket"], credentials)
         (tmp / "variables.txt").write_text(server.client("SHOW GLOBAL VARIABLES"))
         collectors.start()
-        argv = sysbench_argv(cell["oltp"], instance["socket"], cell["threads"], driver_extra(cell))
+        argv = sysbench_argv(cell["oltp"], driver_config, cell["threads"], driver_extra(cell))
         trial["driver"]["command"] = shlex.join(argv)
         started = utcnow()
         trial["times"]["started"] = iso(started)
@@ -89,6 +94,8 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
         trial["times"]["ended"] = iso(utcnow())
         if not server.alive():
             raise TrialError(f"server died during the trial: {tail(error_log, 3)}")
+        if code < 0:
+            raise TrialError(f"sysbench was killed by signal {-code}: {tail(tmp / 'driver.log', 2)}")
         if code != 0:
             raise TrialError(f"sysbench exited {code}: {tail(tmp / 'driver.log', 2)}")
     finally:
@@ -113,6 +120,10 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     if trial["status"] == "ok" and not summary.get("intervals_measured"):
         trial["status"] = "failed"
         trial["reasons"].append("no interval was measured after the warmup")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main() -> None:
@@ -158,6 +169,11 @@ def main() -> None:
         "summary": {"throughput_median": None, "throughput_unit": "tps", "latency_p95_ms_median": None,
                     "intervals_measured": 0},
     }
+    # Ctrl-C reaches this process with the rest of ansible-playbook's process group, and Ansible
+    # may follow with SIGTERM: both unwind through measure()'s finally, which stops the driver,
+    # the collectors and the server before anything else happens.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     wall = time.monotonic()
     try:
         measure(p, tmp, trial)

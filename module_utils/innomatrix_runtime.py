@@ -94,8 +94,18 @@ class Server:
         self.proc: subprocess.Popen | None = None
 
     def client(self, sql: str, timeout: float = 120) -> str:
-        argv = [self.commands["client"], f"--socket={self.socket}", "--user=root", "-N", "-B", "-e", sql]
-        return run(argv, timeout=timeout).stdout
+        """Run SQL as root over the socket; the SQL goes through stdin, so `ps` never shows it."""
+        argv = [self.commands["client"], f"--socket={self.socket}", "--user=root", "-N", "-B"]
+        return run(argv, timeout=timeout, input=sql).stdout
+
+    def grant_bench_user(self, credentials: dict) -> None:
+        """The driver's account: its password set on every start, so a new secret never locks it out."""
+        user, password = f"'{credentials['user']}'@'localhost'", credentials["password"].replace("'", "''")
+        self.client(
+            f"CREATE USER IF NOT EXISTS {user} IDENTIFIED BY '{password}';\n"
+            f"ALTER USER {user} IDENTIFIED BY '{password}';\n"
+            f"GRANT ALL ON sbtest.* TO {user};\n"
+        )
 
     def initialize(self) -> None:
         run([part.replace("{cnf}", str(self.cnf)) for part in self.commands["install_db"]], timeout=600)
@@ -264,10 +274,29 @@ def write_cnf(path: Path, options_text: str, instance: dict, datadir: Path, erro
     path.write_text("\n".join(lines))
 
 
-def sysbench_argv(oltp: dict, socket: str, threads: int, extra: list[str]) -> list[str]:
-    """The OLTP driver's command, shared by the load and the trials so they cannot drift apart."""
+def bench_credentials(instance: dict) -> dict:
+    """The driver's user and the password the controller generated (a 0600 file on this host)."""
+    try:
+        password = Path(instance["password_file"]).read_text().strip()
+    except OSError as exc:
+        raise TrialError(f"cannot read the benchmark password: {exc}") from None
+    return {"user": instance["bench_user"], "password": password}
+
+
+def write_driver_config(path: Path, socket: str, credentials: dict) -> None:
+    """sysbench reads its credentials from a 0600 file: a password on its command line would show in ps."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(f"mysql-socket={socket}\nmysql-user={credentials['user']}\nmysql-password={credentials['password']}\n")
+
+
+def sysbench_argv(oltp: dict, config_file: Path, threads: int, extra: list[str]) -> list[str]:
+    """The OLTP driver's command, shared by the load and the trials so they cannot drift apart.
+
+    Never --mysql-ignore-errors=all: sysbench 1.0.20 segfaults when the server dies under it.
+    """
     return [
-        "sysbench", "oltp_read_write", "--db-driver=mysql", f"--mysql-socket={socket}", "--mysql-user=root",
+        "sysbench", "oltp_read_write", "--db-driver=mysql", f"--config-file={config_file}",
         "--mysql-db=sbtest", f"--tables={oltp['tables']}", f"--table-size={oltp['table_size']}",
         f"--threads={threads}", *extra,
     ]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -57,6 +59,36 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(message: str) -> None:
+    print(f"innomatrix: {message}", file=sys.stderr, flush=True)
+
+
+def _run_report(work: Callable[[], Any]) -> int:
+    """Print what the command made, or its error in one line (exit 2)."""
+    from innomatrix.frame import FrameError
+    from innomatrix.parse import ParseError
+
+    try:
+        written = work()
+    except (FrameError, ParseError, OSError) as exc:
+        print(f"innomatrix: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(written.lines))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from innomatrix import report
+
+    return _run_report(lambda: report.report(args.run, args.out, say=_say))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from innomatrix import report
+
+    return _run_report(lambda: report.compare(args.run_a, args.run_b, args.out, say=_say))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="innomatrix", description="Plan and analyse InnoDB storage benchmark matrices.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -73,6 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server-version", default="not installed", help="server version, as in keys")
     p.add_argument("--driver-version", default="not installed", help="sysbench --version, as in keys")
     p.set_defaults(func=cmd_plan)
+    r = sub.add_parser("report", help="tables, plots and report.html for a results run")
+    r.add_argument("run", metavar="RUN", help="a run directory, e.g. results/main")
+    r.add_argument("--out", metavar="DIR", help="where to write (default: RUN itself)")
+    r.set_defaults(func=cmd_report)
+    c = sub.add_parser("compare", help="ratio A/B of median throughput per matching cell, with 95 %% CIs")
+    c.add_argument("run_a", metavar="RUN_A", help="run directory A (the numerator)")
+    c.add_argument("run_b", metavar="RUN_B", help="run directory B (the denominator)")
+    c.add_argument("--out", metavar="DIR", help="where to write (default: RUN_A/compare-<name of RUN_B>)")
+    c.set_defaults(func=cmd_compare)
     return parser
 
 

@@ -18,6 +18,11 @@ from innomatrix import mycnf
 
 SCHEMA = 1
 DEFAULT_REPORT_INTERVAL = 1
+# sysbench OLTP: a row of id, k, c(120), pad(60) plus the index on k, in InnoDB pages
+# (≈ 78 GiB for the posts' 32 × 10M rows).
+OLTP_BYTES_PER_ROW = 250
+SYSTEM_TABLESPACE_BYTES = 128 << 20
+BASE_REDO_BYTES = 2 << 30  # base.cnf: 2 × 1G
 
 
 class PlanError(ValueError):
@@ -123,6 +128,17 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     }
 
 
+def space_needed(spec: dict[str, Any]) -> int:
+    """Bytes the device must hold: the pristine dataset and the trial's copy, each with its redo
+    log, plus a tenth for headroom (estimated: the device is checked before anything is loaded)."""
+    rows = spec["oltp"]["tables"] * spec["oltp"]["table_size"]
+    redo_text = next((v for n, v in spec["mycnf_overrides"].items()
+                      if mycnf.normalize_name(n) == "innodb_log_file_size"), None)
+    redo = k.parse_size("innodb_log_file_size", redo_text) if redo_text else BASE_REDO_BYTES
+    copy = rows * OLTP_BYTES_PER_ROW + SYSTEM_TABLESPACE_BYTES + redo
+    return int(2 * copy * 1.1)
+
+
 def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict[str, Any]:
     scale = {"tables": spec["oltp"]["tables"], "table_size": spec["oltp"]["table_size"]}
     identity = {
@@ -204,6 +220,7 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
         "cells": cells,
         "passes": _passes(spec, todo),
         "counts": {"cells": len(cells), "todo": len(todo), "done": len(cells) - len(todo)},
+        "device_bytes_needed": space_needed(spec),
     }
 
 

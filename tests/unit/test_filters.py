@@ -167,7 +167,8 @@ def test_innomatrix_plan_lines() -> None:
 
 def test_innomatrix_check_knobs_gives_the_spec() -> None:
     checked = filters.innomatrix_check_knobs(KNOBS, str(16 * G), CNF_DIR)
-    assert checked == {"error": None, "spec": plan.normalise(KNOBS, real_context())}
+    spec = plan.normalise(KNOBS, real_context())
+    assert checked == {"error": None, "spec": spec, "device_bytes_needed": plan.space_needed(spec)}
     assert checked["spec"]["bp_sizes"] == [64 << 20, 256 << 20]
 
 
@@ -182,7 +183,8 @@ def test_innomatrix_check_knobs_gives_the_spec() -> None:
     ],
 )
 def test_innomatrix_check_knobs_names_a_bad_knob(changes: dict, memory: int, error: str) -> None:
-    assert filters.innomatrix_check_knobs({**KNOBS, **changes}, memory, CNF_DIR) == {"error": error, "spec": None}
+    assert filters.innomatrix_check_knobs({**KNOBS, **changes}, memory, CNF_DIR) == {
+        "error": error, "spec": None, "device_bytes_needed": None}
 
 
 def test_innomatrix_check_knobs_names_a_bad_cnf_dir(tmp_path: Path) -> None:
@@ -192,6 +194,7 @@ def test_innomatrix_check_knobs_names_a_bad_cnf_dir(tmp_path: Path) -> None:
     assert checked == {
         "error": f"{tmp_path / 'A.cnf'} clashes with variant A, which is base.cnf alone: rename it",
         "spec": None,
+        "device_bytes_needed": None,
     }
 
 

@@ -646,3 +646,16 @@ def test_describe_one_line_per_cell_then_the_counts() -> None:
         "db1/xfs/oltp/B/bp-64M/t4/r1  key=7bc4aa64d713152e  done",
         "4 cells: 3 to run, 1 already finished",
     ]
+
+
+def test_space_needed_holds_two_copies_with_their_redo_logs_and_headroom() -> None:
+    spec = plan.normalise(BASE, CTX)  # 4 × 50000 rows, base.cnf's 2 × 1G redo log
+    copy = 4 * 50000 * plan.OLTP_BYTES_PER_ROW + plan.SYSTEM_TABLESPACE_BYTES + (2 << 30)
+    assert plan.space_needed(spec) == int(2 * copy * 1.1)
+    smaller_redo = plan.normalise({**BASE, "mycnf_overrides": {"innodb-log-file-size": "256M"}}, CTX)
+    assert plan.space_needed(smaller_redo) == int(2 * (copy - (2 << 30) + (256 << 20)) * 1.1)
+
+
+def test_space_needed_at_the_posts_scale_is_about_twice_78_gib() -> None:
+    spec = plan.normalise({**BASE, "oltp_tables": 32, "oltp_table_size": 10_000_000}, CTX)
+    assert 160 << 30 < plan.space_needed(spec) < 200 << 30

@@ -18,7 +18,7 @@ PLAYBOOK = ROOT / "playbooks" / "matrix.yml"
 
 ROLES = sorted(p.name for p in ROLES_DIR.iterdir() if p.is_dir())
 # Knobs that reach the preflight role as its own options rather than inside preflight_knobs.
-PASSED_SEPARATELY = {"device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb"}
+PASSED_SEPARATELY = {"device", "wipe_device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb"}
 
 TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,),
@@ -167,7 +167,7 @@ def knob_spec() -> dict[str, Any]:
 
 def test_the_knobs() -> None:
     assert list(knobs()) == [
-        "device", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads",
+        "device", "wipe_device", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads",
         "repeats", "warmup", "duration", "report_interval", "oltp_tables", "oltp_table_size", "oltp_rand_type",
         "oltp_percentile", "mysql_flavor", "mycnf_overrides", "run_name", "results_dir", "force", "io_scheduler",
         "read_ahead_kb",
@@ -231,6 +231,7 @@ def test_the_playbook_passes_each_knob_under_its_own_name() -> None:
     assert list(preflight["preflight_knobs"]) == list(knob_spec())
     assert {name: preflight[name] for name in preflight if name != "preflight_knobs"} == {
         "preflight_device": "{{ device }}",
+        "preflight_wipe_device": "{{ wipe_device }}",
         "preflight_run_dir": "{{ results_dir }}/{{ run_name }}",
         "preflight_io_scheduler": "{{ io_scheduler }}",
         "preflight_read_ahead_kb": "{{ read_ahead_kb }}",

@@ -1,1 +1,46 @@
-"""Parsers for driver and collector output."""
+"""Parsers for driver and collector output.
+
+`sysbench` is shipped to benchmark hosts and stays standard-library only. The collector parsers
+(`vmstat`, `iostat`, `status`) run on the controller and share what is defined here: the error
+they raise and the shape of what they return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+class ParseError(ValueError):
+    """A file that cannot be read as what it claims to be; names the file and, when known, the line."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None):
+        self.path, self.line, self.message = str(path), line, message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class Samples:
+    """One collector's samples: when each was taken and one array per metric, all the same length.
+
+    `times` are datetime64[ms] in `zone` (UTC unless the tool stamped local time and named its
+    zone); `resolution_s` is how finely the tool stamped them (a stamp of whole seconds may be up
+    to a second before the true time); `notes` say what was dropped or assumed, for the report.
+    """
+
+    times: np.ndarray
+    resolution_s: float
+    metrics: dict[str, np.ndarray]
+    notes: list[str] = field(default_factory=list)
+    zone: str = "UTC"
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
+def line_of(text: str, position: int) -> int:
+    """1-based line number of a character position."""
+    return text.count("\n", 0, position) + 1

@@ -1,0 +1,360 @@
+"""A results tree as one tidy long table: one row per interval per metric per trial.
+
+`load(run_dir)` reads every trial directory (`results.trial_dirs`) and returns a `Frame`:
+
+- `intervals`: columns `trial` (the trial's path under the run), `t` (seconds since the driver
+  started, on the driver's interval grid), `metric` (`driver.tps`, `vmstat.wa`, `iostat.util`,
+  `status.Innodb_os_log_written`, ...), `value`, and `measured` (the interval lies after the
+  warmup and within the driver's run).
+- `trials`: one row per trial, indexed by `trial`: the cell's dimensions, times, durations,
+  status and reasons, driver totals, and the notes of what was dropped or assumed on the way.
+
+The clock: sysbench's interval reported at `t` covers (t - interval, t] after `times.started`.
+A collector sample stamped at wall time W covers the interval before W, so it lands on
+t = round((W - started + resolution / 2) / interval) * interval; the half resolution centres
+stamps cut to whole seconds. If two samples of one collector land on one t (a late stamp), the
+first is kept and a note says how many were dropped. vmstat and iostat's first reports (averages
+since boot) are not samples and are dropped by their parsers.
+
+Metrics: driver figures as sysbench prints them, plus `driver.throughput` (tps, or read + write
+MiB/s for fileio); every vmstat column; iostat's CPU (`iostat.cpu_*`) and device columns;
+from status.log the counters in `STATUS_COUNTERS` as rates per second (delta over the time
+between samples) and the gauges in `STATUS_GAUGES` as levels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from innomatrix import results
+from innomatrix.knobs import KnobError, parse_size
+from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
+from innomatrix.parse.sysbench import parse_output
+
+STATUS_COUNTERS = (
+    "Innodb_data_written", "Innodb_os_log_written", "Innodb_data_read", "Innodb_data_reads",
+    "Innodb_data_writes", "Innodb_data_fsyncs", "Innodb_pages_read", "Innodb_pages_written",
+    "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_write_requests",
+    "Innodb_buffer_pool_wait_free", "Innodb_buffer_pool_pages_flushed", "Innodb_log_waits",
+    "Innodb_dblwr_pages_written", "Innodb_row_lock_waits", "Innodb_deadlocks", "Innodb_rows_read",
+    "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted", "Com_commit", "Com_rollback",
+    "Questions", "Bytes_received", "Bytes_sent",
+)
+STATUS_GAUGES = (
+    "Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_free",
+    "Innodb_checkpoint_age", "Innodb_history_list_length", "Threads_running", "Threads_connected",
+)
+
+TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
+_EPSILON_S = 1e-6
+_REPORT_INTERVAL = re.compile(r"--report-interval[= ](\d+(?:\.\d+)?)")
+_QUARTER_HOUR_S = 900
+
+
+class FrameError(ValueError):
+    """A results tree that cannot be loaded; the message names the file."""
+
+
+@dataclass
+class Frame:
+    run_dir: Path
+    trials: pd.DataFrame
+    intervals: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.name
+
+    def measured(self, metrics: list[str] | tuple[str, ...] | None = None) -> pd.DataFrame:
+        """The measured rows (after the warmup), optionally of some metrics only."""
+        rows = self.intervals[self.intervals["measured"].to_numpy()]
+        if metrics is not None:
+            rows = rows[rows["metric"].isin(metrics).to_numpy()]
+        return rows
+
+    def wide(self, metrics: list[str] | tuple[str, ...], measured_only: bool = True) -> pd.DataFrame:
+        """Rows (trial, t), one column per metric; NaN where a collector has no sample."""
+        rows = self.measured(metrics) if measured_only else self.intervals[self.intervals["metric"].isin(metrics)]
+        table = rows.pivot_table(index=["trial", "t"], columns="metric", values="value", observed=True,
+                                 aggfunc="first")
+        table.columns = [str(c) for c in table.columns]
+        return table.reindex(columns=list(metrics))
+
+
+@dataclass
+class TrialData:
+    """What one trial directory holds, before it joins the frame."""
+
+    meta: dict[str, Any]
+    t: list[np.ndarray] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    values: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, t: np.ndarray, name: str, values: np.ndarray) -> None:
+        self.t.append(t)
+        self.names.append(name)
+        self.values.append(np.asarray(values, dtype=np.float64))
+
+
+Progress = Callable[[int, int, str], None]
+
+
+def load(run_dir: str | Path, progress: Progress | None = None) -> Frame:
+    """Every trial of a run as one Frame; raises FrameError or ParseError naming the file."""
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise FrameError(f"{run}: no such results directory")
+    directories = results.trial_dirs(run)
+    if not directories:
+        raise FrameError(f"{run}: no trial directories (<host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json)")
+    loaded = []
+    for index, directory in enumerate(directories, start=1):
+        loaded.append(load_trial(directory, run))
+        if progress is not None:
+            progress(index, len(directories), directory.relative_to(run).as_posix())
+    return assemble(run, loaded)
+
+
+def assemble(run: Path, loaded: list[TrialData]) -> Frame:
+    """Concatenate trials into the long table once (per-trial arrays, categorical codes)."""
+    metric_names = sorted({name for trial in loaded for name in trial.names})
+    code_of = {name: code for code, name in enumerate(metric_names)}
+    trial_ids = [trial.meta["trial"] for trial in loaded]
+    t_parts, value_parts, metric_parts, trial_parts, measured_parts = [], [], [], [], []
+    for code, trial in enumerate(loaded):
+        warmup = trial.meta["warmup_s"]
+        interval = trial.meta["report_interval_s"]
+        last = trial.meta["driver_last_t"]
+        for t, name, values in zip(trial.t, trial.names, trial.values):
+            t_parts.append(t)
+            value_parts.append(values)
+            metric_parts.append(np.full(len(t), code_of[name], dtype=np.int32))
+            trial_parts.append(np.full(len(t), code, dtype=np.int32))
+            measured_parts.append((t - interval >= warmup - _EPSILON_S) & (t <= last + _EPSILON_S))
+    def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.array([], dtype=dtype)
+    intervals = pd.DataFrame({
+        "trial": pd.Categorical.from_codes(joined(trial_parts, np.int32), categories=trial_ids),
+        "t": joined(t_parts, np.float64),
+        "metric": pd.Categorical.from_codes(joined(metric_parts, np.int32), categories=metric_names),
+        "value": joined(value_parts, np.float64),
+        "measured": joined(measured_parts, bool),
+    })
+    trials = pd.DataFrame([trial.meta for trial in loaded]).set_index("trial")
+    return Frame(run_dir=run, trials=trials, intervals=intervals)
+
+
+def load_trial(directory: Path, run: Path) -> TrialData:
+    """One trial directory: trial.json for the cell and the clock, then each file that exists."""
+    trial_json = directory / "trial.json"
+    try:
+        record = json.loads(trial_json.read_text())
+    except (OSError, ValueError) as exc:
+        raise FrameError(f"{trial_json}: cannot be read as JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise FrameError(f"{trial_json}: not a JSON object")
+    trial_id = directory.relative_to(run).as_posix()
+    meta = _meta(record, trial_id, trial_json)
+    data = TrialData(meta=meta)
+    notes: list[str] = []
+    _driver(directory / "driver.log", data, notes)
+    if meta["report_interval_s"] is None:
+        raise FrameError(f"{trial_json}: no report interval (durations.report_interval_s, --report-interval "
+                         "in driver.command, or two driver intervals)")
+    started = meta["started"]
+    device = meta.pop("_device")
+    readers: dict[str, tuple[str, Callable[[Path], Samples]]] = {
+        "vmstat": ("vmstat.log", vmstat.read),
+        "iostat": ("iostat.json", lambda path: iostat.read(path, device)),
+        "status": ("status.log", lambda path: status.read(path, STATUS_COUNTERS + STATUS_GAUGES)),
+    }
+    for source, (name, reader) in readers.items():
+        path = directory / name
+        if not path.exists():
+            notes.append(f"{source}: no {name}")
+            continue
+        samples = reader(path)
+        notes.extend(samples.notes)
+        if isinstance(samples, iostat.IostatSamples):
+            meta["iostat_truncated"] = samples.truncated
+            meta["iostat_device"] = samples.device
+        if len(samples) == 0:
+            continue
+        times = _to_utc(samples, started, notes, source)
+        if isinstance(samples, status.StatusSamples):
+            _status(samples, times, started, meta, data, notes)
+            continue
+        t, keep = _align(times, samples.resolution_s, started, meta["report_interval_s"], notes, source)
+        for metric, values in samples.metrics.items():
+            data.add(t, f"{source}.{metric}", values[keep])
+    meta["notes"] = "; ".join(notes)
+    return data
+
+
+def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, Any]:
+    cell = record.get("cell") or {}
+    parts = trial_id.split("/")  # <host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>
+    times = record.get("times") or {}
+    durations = record.get("durations") or {}
+    driver = record.get("driver") or {}
+    server = record.get("server") or {}
+    device = record.get("device") or {}
+    if not times.get("started"):
+        raise FrameError(f"{trial_json}: no times.started: the intervals cannot be placed on a clock")
+    started = _timestamp(times["started"], trial_json, "times.started")
+    measure_start = _timestamp(times["measure_start"], trial_json, "times.measure_start") if times.get("measure_start") else None
+    warmup = durations.get("warmup_s")
+    if warmup is None:
+        warmup = (measure_start - started).total_seconds() if measure_start is not None else 0.0
+    interval = durations.get("report_interval_s")
+    if interval is None and (match := _REPORT_INTERVAL.search(driver.get("command") or "")):
+        interval = float(match[1])
+    bp_size = str(cell.get("bp_size", parts[4][3:]))
+    try:
+        bp_bytes = parse_size("bp_size", bp_size)
+    except KnobError:
+        bp_bytes = -1
+    return {
+        "trial": trial_id,
+        "host": str(cell.get("host", parts[0])),
+        "filesystem": str(cell.get("filesystem", parts[1])),
+        "workload": str(cell.get("workload", parts[2])),
+        "variant": str(cell.get("variant", parts[3])),
+        "bp_size": bp_size,
+        "bp_bytes": bp_bytes,
+        "threads": int(cell.get("threads", parts[5][1:])),
+        "repeat": int(cell.get("repeat", parts[6][1:])),
+        "status": str(record.get("status", "unknown")),
+        "reasons": "; ".join(map(str, record.get("reasons") or [])),
+        "key": record.get("key"),
+        "started": started,
+        "measure_start": measure_start,
+        "ended": _timestamp(times["ended"], trial_json, "times.ended") if times.get("ended") else None,
+        "warmup_s": float(warmup),
+        "measured_asked_s": float(durations["measured_s"]) if durations.get("measured_s") is not None else None,
+        "report_interval_s": float(interval) if interval is not None else None,
+        "driver_version": driver.get("version"),
+        "command": driver.get("command"),
+        "server_flavor": server.get("flavor"),
+        "server_version": server.get("version"),
+        "_device": Path(device["path"]).name if device.get("path") else None,
+        "throughput_unit": None,
+        "latency_pct": None,
+        "driver_last_t": float("-inf"),
+        "driver_total_time_s": None,
+        "driver_transactions": None,
+        "driver_ignored_errors": None,
+        "driver_reconnects": None,
+        "driver_kind": None,
+        "fatal": "",
+        "iostat_truncated": False,
+        "iostat_device": "",
+    }
+
+
+def _timestamp(text: str, path: Path, what: str) -> pd.Timestamp:
+    try:
+        stamp = pd.Timestamp(text)
+    except ValueError:
+        raise FrameError(f"{path}: {what} {text!r} is not an ISO 8601 time") from None
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+_OLTP_METRICS = ("threads", "tps", "qps", "reads_s", "writes_s", "other_s", "err_s", "reconn_s", "lat_ms")
+_FILEIO_METRICS = ("read_mib_s", "write_mib_s", "fsyncs_s", "lat_ms")
+
+
+def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
+    meta = data.meta
+    if not path.exists():
+        notes.append("driver: no driver.log")
+        return
+    try:
+        parsed = parse_output(path.read_text(errors="replace"))
+    except ValueError as exc:
+        raise ParseError(path, str(exc)) from None
+    intervals = parsed["intervals"]
+    summary = parsed["summary"]
+    meta["fatal"] = "; ".join(parsed["fatal"][:3])
+    meta["driver_total_time_s"] = summary.get("total_time_s")
+    meta["driver_transactions"] = summary.get("transactions")
+    meta["driver_ignored_errors"] = summary.get("ignored_errors")
+    meta["driver_reconnects"] = summary.get("reconnects")
+    if not intervals:
+        notes.append("driver: no interval lines")
+        return
+    kinds = {interval["kind"] for interval in intervals}
+    if len(kinds) > 1:
+        raise ParseError(path, f"mixes interval kinds {sorted(kinds)}")
+    kind = kinds.pop()
+    t = np.array([interval["t"] for interval in intervals], dtype=np.float64)
+    if meta["report_interval_s"] is None and len(t) > 1:
+        meta["report_interval_s"] = float(np.median(np.diff(t)))
+    meta["driver_last_t"] = float(t.max())
+    pcts = {interval["lat_pct"] for interval in intervals if interval["lat_pct"] is not None}
+    meta["latency_pct"] = pcts.pop() if len(pcts) == 1 else None
+    names = _OLTP_METRICS if kind == "oltp" else _FILEIO_METRICS
+    columns = {name: np.array([np.nan if interval[name] is None else interval[name] for interval in intervals],
+                              dtype=np.float64) for name in names}
+    if kind == "oltp":
+        columns["throughput"] = columns["tps"]
+        meta["throughput_unit"] = "tps"
+    else:
+        columns["throughput"] = columns["read_mib_s"] + columns["write_mib_s"]
+        meta["throughput_unit"] = "MiB/s"
+    meta["driver_kind"] = kind
+    for name, values in columns.items():
+        data.add(t, f"driver.{name}", values)
+
+
+def _to_utc(samples: Samples, started: pd.Timestamp, notes: list[str], source: str) -> np.ndarray:
+    """Sample times as UTC datetime64[ms]; local stamps are placed by the nearest quarter-hour offset."""
+    times = samples.times.astype("datetime64[ms]")
+    if samples.zone == "UTC":
+        return times
+    start = np.datetime64(started.tz_convert("UTC").tz_localize(None).to_datetime64(), "ms")
+    gap_s = (times[0] - start) / np.timedelta64(1, "s")
+    offset_s = round(gap_s / _QUARTER_HOUR_S) * _QUARTER_HOUR_S
+    notes.append(f"{source}: zone {samples.zone} read as UTC{-offset_s / 3600:+g} h (its first sample is "
+                 "nearest the driver's start that way)")
+    return times - np.timedelta64(int(offset_s * 1000), "ms")
+
+
+def _align(times: np.ndarray, resolution_s: float, started: pd.Timestamp, interval: float,
+           notes: list[str], source: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's t on the driver's grid, and which samples to keep (first of any duplicates)."""
+    start = np.datetime64(started.tz_convert("UTC").tz_localize(None).to_datetime64(), "ms")
+    offset_s = (times - start) / np.timedelta64(1, "s") + resolution_s / 2
+    t = np.round(offset_s / interval) * interval
+    _, first = np.unique(t, return_index=True)
+    keep = np.sort(first)
+    if len(keep) < len(t):
+        notes.append(f"{source}: {len(t) - len(keep)} samples fell on an interval already taken and were dropped")
+    return t[keep], keep
+
+
+def _status(samples: status.StatusSamples, times: np.ndarray, started: pd.Timestamp, meta: dict[str, Any],
+            data: TrialData, notes: list[str]) -> None:
+    """Counters as rates per second between samples, gauges as levels; the first sample only anchors."""
+    if len(times) < 2:
+        notes.append("status: fewer than two samples, no rates")
+        return
+    seconds = np.diff(times) / np.timedelta64(1, "s")
+    t, keep = _align(times[1:], samples.resolution_s, started, meta["report_interval_s"], notes, "status")
+    for name, deltas in samples.metrics.items():
+        if name in STATUS_GAUGES:
+            base = samples.absolute.get(name, float("nan"))
+            values = (base + np.cumsum(deltas))[1:]
+        else:
+            values = deltas[1:] / seconds
+        data.add(t, f"status.{name}", values[keep])
+

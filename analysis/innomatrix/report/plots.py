@@ -1,0 +1,215 @@
+"""The report's figures as PNG bytes, drawn from the frame and the tables — never from raw logs.
+
+matplotlib is used through its object interface on the Agg canvas (no pyplot, no display, no
+global state), so plotting works the same on a headless host and in tests.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from innomatrix.frame import Frame
+from innomatrix.report.tables import Table
+
+GROUP = ("host", "filesystem", "workload", "threads")
+CPU_PANELS = (("vmstat.us", "user %"), ("vmstat.sy", "system %"), ("vmstat.wa", "iowait %"), ("vmstat.id", "idle %"))
+IO_PANELS = (("iostat.r/s", "reads/s", 1.0), ("iostat.w/s", "writes/s", 1.0), ("iostat.rkB/s", "read MB/s", 1 / 1024),
+             ("iostat.wkB/s", "write MB/s", 1 / 1024), ("iostat.w_await", "write await (ms)", 1.0),
+             ("iostat.util", "util %", 1.0))
+DPI = 90
+KINDS = ("throughput_", "latency_", "cpu_", "io_", "bars_")  # file name prefixes of the report's figures
+
+
+@dataclass
+class Plot:
+    name: str      # file stem under plots/
+    title: str
+    group: str     # the section it belongs to in the report
+    png: bytes
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def _png(figure: Figure) -> bytes:
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+class Series:
+    """The frame's rows split once by metric and trial, so every figure is a lookup."""
+
+    def __init__(self, frame: Frame, metrics: set[str]):
+        rows = frame.intervals[frame.intervals["metric"].isin(sorted(metrics)).to_numpy()]
+        self._data: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        for (metric, trial), group in rows.groupby(["metric", "trial"], observed=True, sort=False):
+            ordered = group.sort_values("t")
+            self._data[(str(metric), str(trial))] = (ordered["t"].to_numpy(), ordered["value"].to_numpy())
+
+    def get(self, metric: str, trial: str) -> tuple[np.ndarray, np.ndarray] | None:
+        return self._data.get((metric, trial))
+
+
+def groups(cells: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    for key, block in cells.groupby(list(GROUP), sort=True):
+        host, filesystem, workload, threads = key
+        yield f"{host}/{filesystem}/{workload}/t{threads}", block.sort_values(["variant", "bp_bytes", "repeat"])
+
+
+def _label(row: pd.Series) -> str:
+    return f"{row['variant']} bp-{row['bp_size']} r{row['repeat']}"
+
+
+def _shade_warmup(axes: object, warmups: list[float]) -> None:
+    for warmup in sorted(set(warmups)):
+        if warmup > 0:
+            axes.axvspan(0, warmup, color="0.85", alpha=0.6, lw=0, zorder=0)  # type: ignore[attr-defined]
+
+
+def _colors(n: int) -> list[tuple[float, float, float, float]]:
+    from matplotlib import colormaps
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def time_series(series: Series, name: str, block: pd.DataFrame, metric: str, ylabel: str, title: str,
+                scale: float = 1.0) -> bytes | None:
+    figure = Figure(figsize=(10, 3.6))
+    figure.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.14)
+    axes = figure.add_subplot()
+    drawn = False
+    for color, (_, row) in zip(_colors(len(block)), block.iterrows()):
+        found = series.get(metric, row["trial"])
+        if found is None:
+            continue
+        t, v = found
+        axes.plot(t, v * scale, lw=0.9, color=color, label=_label(row))
+        drawn = True
+    if not drawn:
+        return None
+    _shade_warmup(axes, list(block["warmup_s"]))
+    axes.set_title(f"{title} — {name} (grey: warmup, not measured)", fontsize=10)
+    axes.set_xlabel("seconds since the driver started")
+    axes.set_ylabel(ylabel)
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7, ncol=4, loc="lower right")
+    return _png(figure)
+
+
+def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: str) -> bytes | None:
+    height = 1.7 * len(specs) + 0.9
+    figure = Figure(figsize=(10, height))
+    figure.subplots_adjust(left=0.08, right=0.98, top=1 - 0.45 / height, bottom=0.5 / height, hspace=0.12)
+    axes_list = figure.subplots(len(specs), 1, sharex=True, squeeze=False)[:, 0]
+    drawn = False
+    colors = _colors(len(block))
+    for axes, spec in zip(axes_list, specs):
+        metric, ylabel, scale = (*spec, 1.0)[:3]
+        for color, (_, row) in zip(colors, block.iterrows()):
+            found = series.get(metric, row["trial"])
+            if found is None:
+                continue
+            t, v = found
+            axes.plot(t, v * scale, lw=0.8, color=color, label=_label(row))
+            drawn = True
+        _shade_warmup(axes, list(block["warmup_s"]))
+        axes.set_ylabel(ylabel, fontsize=8)
+        axes.grid(alpha=0.3)
+    if not drawn:
+        return None
+    axes_list[0].set_title(f"{title} — {name}", fontsize=10)
+    axes_list[0].legend(fontsize=7, ncol=4, loc="upper right")
+    axes_list[-1].set_xlabel("seconds since the driver started")
+    return _png(figure)
+
+
+def bars(table: Table, row_key: str, title: str) -> list[Plot]:
+    """Grouped bars of a pivot table: one figure per group, one bar cluster per buffer pool."""
+    data = table.data
+    bp_columns = [c for c in data.columns if str(c).startswith("bp-")]
+    group_keys = [c for c in data.columns if c not in bp_columns and c not in (row_key, "unit")]
+    plots = []
+    for key, block in data.groupby(group_keys, sort=True):
+        block = block[~block[row_key].astype(str).str.contains("/")]  # ratio rows are not bars
+        if block.empty:
+            continue
+        name = "/".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+        figure = Figure(figsize=(8, 3.4))
+        figure.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.1)
+        axes = figure.add_subplot()
+        width = 0.8 / len(block)
+        x = np.arange(len(bp_columns))
+        for i, (color, (_, row)) in enumerate(zip(_colors(len(block)), block.iterrows())):
+            values = row[bp_columns].to_numpy(dtype=np.float64)
+            axes.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(values), width, color=color,
+                     label=str(row[row_key]))
+        axes.set_xticks(x, bp_columns)
+        axes.set_ylabel("median " + str(data["unit"].iloc[0]) if "unit" in data else "median")
+        axes.set_title(f"{title} — {name}", fontsize=10)
+        axes.legend(fontsize=8)
+        axes.grid(axis="y", alpha=0.3)
+        plots.append(Plot(f"bars_{table.name}_{slug(name)}", f"{title} — {name}", "tables", _png(figure)))
+    return plots
+
+
+def compare_bars(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot | None:
+    both = comparison[comparison["only_in"] == ""]
+    if both.empty:
+        return None
+    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "threads") if c in both]
+    labels = ["/".join(str(row[k]) for k in keys) for _, row in both.iterrows()]
+    ratio = both["ratio"].to_numpy(dtype=np.float64)
+    low = ratio - both["ci_low"].to_numpy(dtype=np.float64)
+    high = both["ci_high"].to_numpy(dtype=np.float64) - ratio
+    height = 0.35 * len(both) + 1.6
+    figure = Figure(figsize=(10, height))
+    figure.subplots_adjust(left=0.3, right=0.98, top=1 - 0.2 / height, bottom=0.7 / height)
+    axes = figure.add_subplot()
+    y = np.arange(len(both))
+    colors = ["tab:red" if d else "tab:gray" for d in both["differs"]]
+    axes.barh(y, ratio, color=colors, xerr=np.vstack([low, high]), capsize=3)
+    axes.axvline(1.0, color="black", lw=1)
+    axes.set_yticks(y, labels, fontsize=7)
+    axes.invert_yaxis()
+    axes.set_xlabel(f"median throughput {name_a} / {name_b} (bars: 95 % CI; red: differs)")
+    axes.grid(axis="x", alpha=0.3)
+    return Plot("compare_ratios", f"A/B ratios: {name_a} / {name_b}", "compare", _png(figure))
+
+
+def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table]) -> list[Plot]:
+    metrics = {"driver.throughput", "driver.lat_ms"} | {m for m, _ in CPU_PANELS} | {m for m, *_ in IO_PANELS}
+    series = Series(frame, metrics)
+    plots: list[Plot] = []
+    for name, block in groups(cells):
+        unit = str(block["unit"].dropna().iloc[0]) if block["unit"].notna().any() else "throughput"
+        pct = block["latency_pct"].dropna()
+        pct_label = f"p{pct.iloc[0]:g}" if len(pct) else "percentile"
+        figures = [
+            ("throughput", f"Throughput ({unit})", time_series(series, name, block, "driver.throughput", unit,
+                                                               "Throughput per interval")),
+            ("latency", f"Latency {pct_label}", time_series(series, name, block, "driver.lat_ms",
+                                                            f"{pct_label} latency (ms)", "Latency per interval")),
+            ("cpu", "vmstat CPU", panels(series, name, block, CPU_PANELS, "vmstat CPU")),
+            ("io", "iostat device", panels(series, name, block, IO_PANELS, "iostat device")),
+        ]
+        for kind, title, png in figures:
+            if png is not None:
+                plots.append(Plot(f"{kind}_{slug(name)}", f"{title} — {name}", name, png))
+    for table in tables:
+        if table.name == "variant_by_bp":
+            plots += bars(table, "variant", "Median throughput by variant")
+        elif table.name == "fs_by_bp":
+            plots += bars(table, "filesystem", "Median throughput by filesystem")
+    return plots

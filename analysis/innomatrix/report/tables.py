@@ -1,0 +1,230 @@
+"""The report's tables, built from the per-cell table (stats.cells) — never from raw logs.
+
+Each `Table` has `data` (numbers, written as CSV) and `display` (text, the same shape, with
+flagged cells marked `*`, written as Markdown and shown in the HTML). A configuration's figure is
+the median of its repeats' medians; a configuration is marked when any of its trials is flagged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+FLAG_MARK = "*"
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    data: pd.DataFrame
+    display: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    def write(self, directory: Path) -> list[Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        csv_path = directory / f"{self.name}.csv"
+        md_path = directory / f"{self.name}.md"
+        self.data.to_csv(csv_path, index=False)
+        md_path.write_text(f"## {self.title}\n\n{markdown(self.display)}\n" +
+                           "".join(f"\n{note}\n" for note in self.notes))
+        return [csv_path, md_path]
+
+
+def fmt(value: object, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A GitHub-style pipe table; numbers right-aligned."""
+    header = [str(c) for c in frame.columns]
+    rows = [[str(v).replace("|", "\\|") for v in row] for row in frame.itertuples(index=False)]
+    numeric = [all(_looks_numeric(row[i]) for row in rows) and rows != [] for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---:" if numeric[i] else "---" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def truthy(value: object) -> bool:
+    """A flag cell that may be missing (NaN) or a numpy bool."""
+    return value is not None and not pd.isna(value) and bool(value)
+
+
+def _looks_numeric(text: str) -> bool:
+    stripped = text.rstrip(FLAG_MARK).replace(",", "").replace("–", "")
+    try:
+        float(stripped or "0")
+    except ValueError:
+        return False
+    return True
+
+
+def _bp_order(cells: pd.DataFrame) -> list[str]:
+    sizes = cells[["bp_size", "bp_bytes"]].drop_duplicates().sort_values(["bp_bytes", "bp_size"])
+    return [f"bp-{size}" for size in sizes["bp_size"]]
+
+
+def _pivot(cells: pd.DataFrame, groups: list[str], rows: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Median of the repeats' medians per (groups, rows, bp), and whether any trial there is flagged."""
+    keyed = cells.assign(bp=["bp-" + s for s in cells["bp_size"]])
+    keys = [*groups, rows, "bp"]
+    median = keyed.groupby(keys, sort=False)["throughput_median"].median().unstack("bp")
+    flagged = keyed.groupby(keys, sort=False)["flagged"].any().unstack("bp")
+    order = [bp for bp in _bp_order(cells) if bp in median.columns]
+    median, flagged = median.reindex(columns=order), flagged.reindex(columns=order)
+    median = median.sort_index()
+    flagged = flagged.reindex(median.index)
+    return median, flagged
+
+
+def _display(median: pd.DataFrame, flagged: pd.DataFrame) -> pd.DataFrame:
+    text = median.copy().astype(object)
+    for column in median.columns:
+        text[column] = [fmt(v) + (FLAG_MARK if truthy(f) else "") for v, f in zip(median[column], flagged[column])]
+    return text
+
+
+def _flag_note(cells: pd.DataFrame) -> list[str]:
+    flagged = cells[cells["flagged"]]
+    if flagged.empty:
+        return []
+    return [f"{FLAG_MARK} flagged (shown, not dropped): " + "; ".join(
+        f"{trial}: {reasons}" for trial, reasons in zip(flagged["trial"], flagged["flags"]))]
+
+
+def _unit(cells: pd.DataFrame) -> str:
+    units = sorted({str(u) for u in cells["unit"].dropna()})
+    return "/".join(units) or "throughput"
+
+
+def variant_by_bp(cells: pd.DataFrame) -> Table | None:
+    """Median throughput, my.cnf variant × buffer pool, per host, filesystem, workload and threads."""
+    table = cells[cells["throughput_median"].notna()]
+    if table.empty:
+        return None
+    groups = ["host", "filesystem", "workload", "threads"]
+    median, flagged = _pivot(table, groups, "variant")
+    data = median.reset_index()
+    data.insert(len(groups) + 1, "unit", _unit(table))
+    display = _display(median, flagged).reset_index()
+    return Table("variant_by_bp", f"Median throughput ({_unit(table)}): variant × buffer pool", data, display,
+                 _flag_note(table))
+
+
+def fs_by_bp(cells: pd.DataFrame) -> Table | None:
+    """Median throughput, filesystem × buffer pool (the P320h table), with A/B rows for two filesystems."""
+    table = cells[cells["throughput_median"].notna()]
+    if table.empty or table["filesystem"].nunique() < 2:
+        return None
+    groups = ["host", "workload", "variant", "threads"]
+    median, flagged = _pivot(table, groups, "filesystem")
+    data_parts, display_parts = [], []
+    for key, block in median.groupby(level=groups, sort=True):
+        block_flags = flagged.loc[block.index]
+        text = _display(block, block_flags)
+        names = list(block.index.get_level_values("filesystem"))
+        if len(names) == 2:
+            ratio = block.iloc[0] / block.iloc[1]
+            label = f"{names[0]}/{names[1]}"
+            ratio_index = pd.MultiIndex.from_tuples([(*key, label)], names=block.index.names)
+            block = pd.concat([block, pd.DataFrame([ratio.to_numpy()], index=ratio_index, columns=block.columns)])
+            text = pd.concat([text, pd.DataFrame([[fmt(v, 2) + "×" if not pd.isna(v) else "–" for v in ratio]],
+                                                 index=ratio_index, columns=text.columns)])
+        data_parts.append(block)
+        display_parts.append(text)
+    data = pd.concat(data_parts).reset_index()
+    display = pd.concat(display_parts).reset_index()
+    return Table("fs_by_bp", f"Median throughput ({_unit(table)}): filesystem × buffer pool", data, display,
+                 _flag_note(table))
+
+
+def fileio(cells: pd.DataFrame) -> Table | None:
+    """sysbench fileio cells: MiB/s median, standard deviation and CoV of the intervals, latency."""
+    table = cells[cells["unit"] == "MiB/s"]
+    if table.empty:
+        return None
+    columns = ["host", "filesystem", "workload", "variant", "bp_size", "threads", "repeat", "throughput_median",
+               "throughput_std", "throughput_cov", "latency_ms_median", "flags"]
+    data = table[columns].rename(columns={"throughput_median": "mib_s_median", "throughput_std": "mib_s_std",
+                                          "throughput_cov": "cov"})
+    display = data.copy().astype(object)
+    for column in ("mib_s_median", "mib_s_std", "latency_ms_median"):
+        display[column] = [fmt(v, 2) for v in data[column]]
+    display["cov"] = [fmt(v * 100, 1) + " %" if not pd.isna(v) else "–" for v in data["cov"]]
+    return Table("fileio", "sysbench fileio: MiB/s per cell", data, display)
+
+
+SUMMARY_COLUMNS = (
+    "trial", "status", "unit", "throughput_median", "throughput_mean", "throughput_std", "throughput_cov",
+    "latency_pct", "latency_ms_median", "intervals_measured", "stall_intervals", "stall_episodes",
+    "errors_per_s", "errors_per_trx", "reconnects", "cpu_us", "cpu_sy", "cpu_wa", "cpu_id",
+    "dev_r_s", "dev_w_s", "dev_read_mb_s", "dev_write_mb_s", "dev_r_await_ms", "dev_w_await_ms", "dev_util_pct",
+    "innodb_bytes_per_trx", "device_bytes_per_trx", "write_amplification",
+    "ss_first_s", "ss_at_measure_start", "ss_warmup_saveable_s", "flagged", "flags",
+)
+
+
+def cells_table(cells: pd.DataFrame) -> Table:
+    """Every trial with its main figures and flags (summary.csv has every column)."""
+    columns = ["trial", "status", "throughput_median", "unit", "throughput_cov", "latency_ms_median",
+               "stall_intervals", "errors_per_s", "cpu_id", "cpu_wa", "dev_r_s", "dev_w_s", "dev_util_pct",
+               "write_amplification", "flags"]
+    data = cells[columns]
+    display = data.copy().astype(object)
+    for column in columns:
+        if column in ("trial", "status", "unit", "flags"):
+            continue
+        digits = 2 if column in ("write_amplification", "errors_per_s") else 1
+        display[column] = [fmt(float(v), digits) if column != "throughput_cov" or pd.isna(v)
+                           else f"{float(v) * 100:.1f} %" for v in data[column]]
+    return Table("cells", "Every trial (measured intervals only)", data, display)
+
+
+def steady_table(cells: pd.DataFrame) -> Table:
+    columns = ["trial", "ss_round_s", "ss_first_s", "warmup_s", "ss_at_measure_start", "ss_warmup_saveable_s"]
+    data = cells[columns]
+    display = pd.DataFrame({
+        "trial": data["trial"],
+        "round (s)": [fmt(v, 0) for v in data["ss_round_s"]],
+        "steady from (s)": [fmt(v, 0) if v is not None else "never" for v in data["ss_first_s"]],
+        "warmup (s)": [fmt(v, 0) for v in data["warmup_s"]],
+        "steady at measure start": ["–" if v is None or pd.isna(v) else ("yes" if truthy(v) else "no")
+                                    for v in data["ss_at_measure_start"]],
+        "warmup that could be saved (s)": [fmt(v, 0) for v in data["ss_warmup_saveable_s"]],
+    })
+    return Table("steady_state", "Steady state (SNIA-style, on throughput rounds)", data, display)
+
+
+def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str) -> Table:
+    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "threads") if c in comparison]
+    columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "a_trials",
+               "b_trials", "only_in", "a_flags", "b_flags"]
+    data = comparison[columns]
+    display = pd.DataFrame({key: data[key] for key in keys})
+    display["unit"] = data["unit"]
+    display[f"A ({name_a})"] = [fmt(v) + (FLAG_MARK if f else "") for v, f in zip(data["a_median"], data["a_flags"])]
+    display[f"B ({name_b})"] = [fmt(v) + (FLAG_MARK if f else "") for v, f in zip(data["b_median"], data["b_flags"])]
+    display["A/B"] = [fmt(v, 3) for v in data["ratio"]]
+    display["95 % CI"] = [f"{fmt(lo, 3)} – {fmt(hi, 3)}" if not pd.isna(lo) else "–"
+                          for lo, hi in zip(data["ci_low"], data["ci_high"])]
+    display["differs"] = ["differs" if d else "" for d in data["differs"]]
+    notes = ["A/B = median throughput of A's measured intervals ÷ B's (repeats pooled); 95 % CI by bootstrap "
+             "over intervals (moving blocks); `differs` only when the interval excludes 1."]
+    flagged = [f"{row.a_flags} {row.b_flags}".strip() for row in data.itertuples() if row.a_flags or row.b_flags]
+    if flagged:
+        notes.append(f"{FLAG_MARK} flagged: " + " | ".join(flagged))
+    only = data[data["only_in"] != ""]
+    if not only.empty:
+        notes.append("without a match: " + "; ".join(
+            f"{'/'.join(str(row[k]) for k in keys)} only in {row['only_in']}" for _, row in only.iterrows()))
+    return Table("compare", f"Ratio A/B of median throughput: {name_a} / {name_b}", data, display, notes)

@@ -1,0 +1,373 @@
+"""Statistics over the tidy frame: per-cell summaries, validity flags, steady state, A/B ratios.
+
+Everything here is a pure function of arrays or of the frame's tables; nothing reads files.
+A "cell" is one trial (one cell of the plan, repeat included); tables that pool repeats do so
+from these rows.
+
+Definitions (the thresholds are `Thresholds`, shown in the report):
+- measured: intervals after the warmup (the frame's `measured` column).
+- stall: a measured interval whose throughput is at most `stall_fraction` of the cell's median
+  (zero throughput always counts); an episode is a run of consecutive stall intervals.
+- error rate: sysbench's ignored errors (deadlocks, ...) per transaction; flagged only above
+  `error_ratio`, because under pareto a few per minute are normal.
+- buffer pool holds the dataset: mean device reads below `reads_per_s` (the device is not read).
+- CPU-bound: vmstat idle and iowait both below `cpu_floor_pct`.
+- bytes per transaction: InnoDB's (Innodb_data_written + Innodb_os_log_written) and the device's
+  (iostat wkB/s) per transaction; write amplification = device / InnoDB.
+- steady state (SNIA PTS style): throughput averaged into rounds; a window of `ss_window` rounds
+  is steady when max - min <= `ss_range` of the window mean and the least-squares line's excursion
+  across the window (|slope| x (rounds - 1)) <= `ss_slope` of the mean.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from innomatrix.frame import Frame
+
+THROUGHPUT = "driver.throughput"
+SEED = 20131122  # fixed, so a report is the same every time it is made
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    stall_fraction: float = 0.01
+    error_ratio: float = 0.01
+    reads_per_s: float = 1.0
+    cpu_floor_pct: float = 5.0
+    short_tolerance_intervals: int = 1
+    ss_round_intervals: int = 10
+    ss_window: int = 5
+    ss_range: float = 0.20
+    ss_slope: float = 0.10
+    bootstrap_reps: int = 2000
+    confidence: float = 0.95
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- small pure functions -------------------------------------------------------------------
+
+def cov(values: np.ndarray) -> float:
+    """Coefficient of variation: sample standard deviation / mean (NaN for < 2 values or mean 0)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) < 2 or np.mean(values) == 0:
+        return float("nan")
+    return float(np.std(values, ddof=1) / np.mean(values))
+
+
+def stall_mask(throughput: np.ndarray, fraction: float) -> np.ndarray:
+    """Intervals whose throughput is at most `fraction` of the median (zero always counts)."""
+    throughput = np.asarray(throughput, dtype=np.float64)
+    if throughput.size == 0:
+        return np.zeros(0, dtype=bool)
+    limit = fraction * float(np.median(throughput))
+    return (throughput <= limit) | (throughput == 0)
+
+
+def episodes(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of True as (first index, length)."""
+    mask = np.asarray(mask, dtype=bool)
+    if not mask.any():
+        return []
+    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    edges = np.diff(padded)
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
+    return [(int(s), int(e - s)) for s, e in zip(starts, ends)]
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    round_s: float
+    rounds: int
+    first_s: float | None        # start of the first steady window, seconds after the driver started
+    at_measure_start: bool | None  # the first window after the warmup is steady
+    saveable_s: float            # warmup that could have been skipped: warmup - first_s when positive
+
+
+def steady_window(rounds: np.ndarray, range_limit: float, slope_limit: float) -> bool:
+    """SNIA-style test of one window of round averages."""
+    rounds = np.asarray(rounds, dtype=np.float64)
+    mean = float(np.mean(rounds))
+    if len(rounds) < 2 or mean <= 0:
+        return False
+    x = np.arange(len(rounds), dtype=np.float64)
+    slope = float(np.polyfit(x, rounds, 1)[0])
+    return bool(np.ptp(rounds) <= range_limit * mean and abs(slope) * (len(rounds) - 1) <= slope_limit * mean)
+
+
+def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmup_s: float,
+                 th: Thresholds = Thresholds()) -> SteadyState:
+    """When the throughput first settled, over the whole run (warmup included), in rounds.
+
+    A round is `ss_round_intervals` intervals (the seeds' 10 s at a 1 s interval), shortened to
+    one interval when the measured part holds fewer than `ss_window` rounds. Round k covers
+    (k x round_s, (k + 1) x round_s] of the driver's clock; only complete rounds count.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    throughput = np.asarray(throughput, dtype=np.float64)
+    measured_s = float(t.max() - warmup_s) if t.size else 0.0
+    per_round = th.ss_round_intervals
+    if measured_s < th.ss_window * per_round * interval_s:
+        per_round = 1
+    round_s = per_round * interval_s
+    index = np.ceil(t / round_s - 1e-9).astype(np.int64) - 1  # (k r, (k+1) r] -> k
+    valid = index >= 0
+    counts = np.bincount(index[valid], minlength=0)
+    sums = np.bincount(index[valid], weights=throughput[valid], minlength=0)
+    complete = counts == per_round
+    averages = np.where(complete, sums / np.maximum(counts, 1), np.nan)
+    n = len(averages)
+    first_s = None
+    at_start = None
+    first_measured_round = int(math.ceil(warmup_s / round_s - 1e-9))
+    for k in range(0, n - th.ss_window + 1):
+        window = averages[k:k + th.ss_window]
+        if np.isnan(window).any():
+            continue
+        steady = steady_window(window, th.ss_range, th.ss_slope)
+        if steady and first_s is None:
+            first_s = k * round_s
+        if k == first_measured_round:
+            at_start = steady
+    saveable = max(0.0, warmup_s - first_s) if first_s is not None else 0.0
+    return SteadyState(round_s=round_s, rounds=int(complete.sum()), first_s=first_s, at_measure_start=at_start,
+                       saveable_s=saveable)
+
+
+def bootstrap_ratio(a: np.ndarray, b: np.ndarray, reps: int = 2000, confidence: float = 0.95, block: int = 1,
+                    seed: int = SEED) -> tuple[float, float, float]:
+    """median(a) / median(b) with a percentile bootstrap interval, resampling each side's intervals.
+
+    `block` > 1 resamples runs of consecutive intervals (a moving-block bootstrap): throughput
+    intervals are autocorrelated, and resampling them one by one would make the interval too
+    narrow. The seed is fixed, so the same data give the same interval.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.size == 0 or b.size == 0 or np.median(b) == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    ratio = float(np.median(a) / np.median(b))
+    medians_a = _block_medians(a, reps, block, rng)
+    medians_b = _block_medians(b, reps, block, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = medians_a / medians_b
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.nanpercentile(ratios, [tail, 100 - tail])
+    return ratio, float(low), float(high)
+
+
+def _block_medians(values: np.ndarray, reps: int, block: int, rng: np.random.Generator) -> np.ndarray:
+    n = values.size
+    block = max(1, min(block, n))
+    blocks = -(-n // block)
+    starts = rng.integers(0, n - block + 1, size=(reps, blocks))
+    index = (starts[:, :, None] + np.arange(block)).reshape(reps, blocks * block)[:, :n]
+    return np.median(values[index], axis=1)
+
+
+# --- per cell --------------------------------------------------------------------------------
+
+CELL_METRICS = (
+    THROUGHPUT, "driver.tps", "driver.lat_ms", "driver.err_s", "driver.reconn_s",
+    "vmstat.us", "vmstat.sy", "vmstat.wa", "vmstat.id",
+    "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
+    "status.Innodb_data_written", "status.Innodb_os_log_written",
+)
+DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "threads", "repeat")
+
+
+def cells(frame: Frame, th: Thresholds = Thresholds()) -> pd.DataFrame:
+    """One row per trial: the figures, the validity flags and their reasons, the steady state."""
+    measured = frame.measured(CELL_METRICS)
+    by_trial = {str(k): g for k, g in measured.groupby("trial", observed=True)}
+    throughput_all = frame.intervals[(frame.intervals["metric"] == THROUGHPUT).to_numpy()]
+    whole_run = {str(k): g for k, g in throughput_all.groupby("trial", observed=True)}
+    rows = []
+    for trial, meta in frame.trials.iterrows():
+        rows.append(cell_row(str(trial), meta, by_trial.get(str(trial)), whole_run.get(str(trial)), th))
+    table = pd.DataFrame(rows)
+    return table
+
+
+def _series(rows: pd.DataFrame | None, metric: str) -> np.ndarray:
+    if rows is None:
+        return np.array([], dtype=np.float64)
+    picked = rows[(rows["metric"] == metric).to_numpy()].sort_values("t")
+    return picked["value"].to_numpy(dtype=np.float64)
+
+
+def _mean(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else float("nan")
+
+
+def _median(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if values.size else float("nan")
+
+
+def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.DataFrame | None,
+             th: Thresholds) -> dict[str, Any]:
+    ri = float(meta["report_interval_s"])
+    tput = _series(rows, THROUGHPUT)
+    n = int(tput.size)
+    stalls = stall_mask(tput, th.stall_fraction)
+    runs = episodes(stalls)
+    lat = _series(rows, "driver.lat_ms")
+    lat_ok = lat[~stalls] if lat.size == n else lat
+    err = _series(rows, "driver.err_s")
+    reconn = _series(rows, "driver.reconn_s")
+    tps = _series(rows, "driver.tps")
+    tps_mean = _mean(tps)
+    innodb_bps = _mean(_series(rows, "status.Innodb_data_written")) + _mean(_series(rows, "status.Innodb_os_log_written"))
+    device_bps = _mean(_series(rows, "iostat.wkB/s")) * 1024
+    row: dict[str, Any] = {"trial": trial}
+    row.update({name: meta[name] for name in DIMENSIONS})
+    row.update({
+        "status": meta["status"],
+        "unit": meta["throughput_unit"],
+        "intervals_measured": n,
+        "measured_s": n * ri,
+        "measured_asked_s": meta["measured_asked_s"],
+        "warmup_s": meta["warmup_s"],
+        "throughput_median": _median(tput),
+        "throughput_mean": _mean(tput),
+        "throughput_std": float(np.std(tput, ddof=1)) if n > 1 else float("nan"),
+        "throughput_cov": cov(tput),
+        "latency_pct": meta["latency_pct"],
+        "latency_ms_median": _median(lat_ok),
+        "stall_intervals": int(stalls.sum()),
+        "stall_episodes": len(runs),
+        "stall_longest_s": max((length for _, length in runs), default=0) * ri,
+        "errors_per_s": _mean(err),
+        "errors_per_trx": float(err.sum() / tps.sum()) if tps.size and tps.sum() > 0 and err.size == tps.size else float("nan"),
+        "reconnects": float(reconn.sum() * ri) if reconn.size else float("nan"),
+        "cpu_us": _mean(_series(rows, "vmstat.us")),
+        "cpu_sy": _mean(_series(rows, "vmstat.sy")),
+        "cpu_wa": _mean(_series(rows, "vmstat.wa")),
+        "cpu_id": _mean(_series(rows, "vmstat.id")),
+        "dev_r_s": _mean(_series(rows, "iostat.r/s")),
+        "dev_w_s": _mean(_series(rows, "iostat.w/s")),
+        "dev_read_mb_s": _mean(_series(rows, "iostat.rkB/s")) / 1024,
+        "dev_write_mb_s": _mean(_series(rows, "iostat.wkB/s")) / 1024,
+        "dev_r_await_ms": _mean(_series(rows, "iostat.r_await")),
+        "dev_w_await_ms": _mean(_series(rows, "iostat.w_await")),
+        "dev_util_pct": _mean(_series(rows, "iostat.util")),
+        "innodb_bytes_per_trx": innodb_bps / tps_mean if tps_mean and tps_mean > 0 else float("nan"),
+        "device_bytes_per_trx": device_bps / tps_mean if tps_mean and tps_mean > 0 else float("nan"),
+        "write_amplification": device_bps / innodb_bps if innodb_bps and innodb_bps > 0 else float("nan"),
+    })
+    whole_t = whole["t"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
+    whole_v = whole["value"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
+    if whole_t.size:
+        ss = steady_state(whole_t, whole_v, ri, float(meta["warmup_s"]), th)
+        row.update({"ss_round_s": ss.round_s, "ss_first_s": ss.first_s, "ss_at_measure_start": ss.at_measure_start,
+                    "ss_warmup_saveable_s": ss.saveable_s})
+    else:
+        row.update({"ss_round_s": float("nan"), "ss_first_s": None, "ss_at_measure_start": None,
+                    "ss_warmup_saveable_s": 0.0})
+    reasons = flags(row, meta, th)
+    row["flagged"] = bool(reasons)
+    row["flags"] = "; ".join(reasons)
+    return row
+
+
+def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
+    """Why a cell's figures should not be taken at face value; empty when there is no reason."""
+    reasons = []
+    if meta["status"] != "ok":
+        reasons.append(f"trial {meta['status']}" + (f": {meta['reasons']}" if meta["reasons"] else ""))
+    if meta.get("fatal"):
+        reasons.append(f"driver FATAL: {meta['fatal']}")
+    if row["intervals_measured"] == 0:
+        reasons.append("no interval measured after the warmup")
+    if row["stall_intervals"]:
+        reasons.append(f"stalls: {row['stall_intervals']} intervals in {row['stall_episodes']} episodes "
+                       f"(longest {row['stall_longest_s']:g} s)")
+    if row["reconnects"] and row["reconnects"] > 0:
+        reasons.append(f"reconnects: {row['reconnects']:g}")
+    if row["errors_per_trx"] > th.error_ratio:
+        reasons.append(f"errors: {row['errors_per_trx']:.2%} of transactions (above {th.error_ratio:.0%})")
+    asked = row["measured_asked_s"]
+    if asked is not None and not pd.isna(asked) and row["intervals_measured"] > 0:
+        short = asked - row["measured_s"]
+        if short > th.short_tolerance_intervals * float(meta["report_interval_s"]) + 1e-9:
+            reasons.append(f"short: {row['measured_s']:g} s measured of {asked:g} s asked")
+    if row["dev_r_s"] < th.reads_per_s:
+        reasons.append(f"buffer pool holds the dataset: device reads {row['dev_r_s']:.2g}/s")
+    if row["cpu_id"] < th.cpu_floor_pct and row["cpu_wa"] < th.cpu_floor_pct:
+        reasons.append(f"CPU-bound: idle {row['cpu_id']:.0f} %, iowait {row['cpu_wa']:.0f} %")
+    if meta.get("iostat_truncated"):
+        reasons.append("iostat.json cut short (read up to its last complete sample)")
+    return reasons
+
+
+# --- comparing two runs ------------------------------------------------------------------------
+
+MATCH = ("filesystem", "workload", "variant", "bp_size", "threads")
+
+
+def compare(frame_a: Frame, cells_a: pd.DataFrame, frame_b: Frame, cells_b: pd.DataFrame,
+            th: Thresholds = Thresholds()) -> pd.DataFrame:
+    """Ratio A/B of median throughput per matching configuration, repeats pooled, with a bootstrap CI.
+
+    Configurations match on filesystem, workload, variant, buffer pool and threads, and also on
+    host when both runs have the same hosts (two devices on two hosts compare across hosts).
+    `differs` is set only when the interval excludes 1.
+    """
+    keys = list(MATCH)
+    if set(cells_a["host"]) == set(cells_b["host"]):
+        keys = ["host", *keys]
+    series_a = _pooled(frame_a, cells_a, keys)
+    series_b = _pooled(frame_b, cells_b, keys)
+    rows = []
+    for key in sorted(set(series_a) | set(series_b), key=lambda k: tuple(map(_sortable, k))):
+        row = dict(zip(keys, key))
+        in_a, in_b = key in series_a, key in series_b
+        a_values, a_info = series_a.get(key, (np.array([]), {}))
+        b_values, b_info = series_b.get(key, (np.array([]), {}))
+        block = th.ss_round_intervals if min(a_values.size, b_values.size) >= 5 * th.ss_round_intervals else 1
+        ratio, low, high = (bootstrap_ratio(a_values, b_values, th.bootstrap_reps, th.confidence, block)
+                            if in_a and in_b else (float("nan"),) * 3)
+        row.update({
+            "a_median": _median(a_values) if in_a else float("nan"),
+            "b_median": _median(b_values) if in_b else float("nan"),
+            "unit": a_info.get("unit") or b_info.get("unit"),
+            "ratio": ratio, "ci_low": low, "ci_high": high,
+            "differs": bool(in_a and in_b and not math.isnan(low) and (low > 1 or high < 1)),
+            "a_trials": a_info.get("trials", 0), "b_trials": b_info.get("trials", 0),
+            "a_flags": a_info.get("flags", ""), "b_flags": b_info.get("flags", ""),
+            "only_in": "" if in_a and in_b else ("A" if in_a else "B"),
+            "bp_bytes": a_info.get("bp_bytes", b_info.get("bp_bytes")),
+            "block": block,
+        })
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _sortable(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
+
+
+def _pooled(frame: Frame, cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:
+    """Measured throughput intervals of every configuration, repeats concatenated in trial order."""
+    measured = frame.measured([THROUGHPUT])
+    by_trial = {str(k): g.sort_values("t")["value"].to_numpy() for k, g in measured.groupby("trial", observed=True)}
+    out: dict[tuple, tuple[np.ndarray, dict[str, Any]]] = {}
+    for key, group in cells_table.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        parts = [by_trial.get(trial, np.array([])) for trial in group["trial"]]
+        flagged = [f"{trial}: {text}" for trial, text in zip(group["trial"], group["flags"]) if text]
+        out[key] = (np.concatenate(parts) if parts else np.array([]),
+                    {"trials": len(group), "flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
+                     "bp_bytes": int(group["bp_bytes"].iloc[0])})
+    return out

@@ -1,0 +1,105 @@
+"""The isolated environment the end-to-end tests share: its own loop file, state directory,
+mount point, port and results, so that tests never touch the machine's other loop devices or
+servers. Cleanup finds the loop device by its backing file and processes by the env's paths."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
+
+NEEDS_ROOT = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="END-TO-END TESTS SKIPPED: they need root (loop devices, mkfs, mount)"),
+    pytest.mark.skipif(not PLAYBOOK.exists(), reason="END-TO-END TESTS SKIPPED: no .venv; run `make test`"),
+]
+
+WARMUP, DURATION = 2, 4
+
+
+class Env:
+    def __init__(self, base: Path):
+        self.base = base
+        self.results = base / "results"
+        self.disk = base / "disk.img"
+        self.state = base / "state"
+        self.mnt = base / "mnt"
+        self.port = 34000 + os.getpid() % 1000
+        self.knobs = {
+            "filesystems": ["ext4", "xfs"],
+            "variants": ["A"],
+            "bp_sizes": ["64M", "128M"],
+            "threads": [2],
+            "warmup": WARMUP,
+            "duration": DURATION,
+            "report_interval": 1,
+            "oltp_tables": 2,
+            "oltp_table_size": 5000,
+            "run_name": "e2e",
+            "results_dir": str(self.results),
+            "mycnf_overrides": {"innodb_log_file_size": "48M"},
+            "preflight_state_dir": str(self.state),
+            "preflight_secrets_dir": str(base / "secrets"),
+            "preflight_mountpoint": str(self.mnt),
+            "preflight_port": self.port,
+            "preflight_demo_file": str(self.disk),
+            "preflight_demo_size": "2G",
+        }
+        self.vars_file = base / "knobs.yml"
+        self.vars_file.write_text(yaml.safe_dump(self.knobs))
+
+    def bench_password(self) -> str:
+        return (self.base / "secrets" / "localhost-bench.password").read_text().strip()
+
+    @property
+    def run_dir(self) -> Path:
+        return self.results / "e2e"
+
+    def play(self, *extra: str, check: bool = False) -> subprocess.CompletedProcess:
+        argv = [str(PLAYBOOK), "matrix.yml", "-e", f"@{self.vars_file}", *extra]
+        if check:
+            argv.append("--check")
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                              env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
+        (self.base / "last-play.log").write_text(done.stdout + done.stderr)
+        return done
+
+    def stray_processes(self) -> list[str]:
+        listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+        return [line for line in listing.splitlines() if str(self.state) in line and "ps -eo" not in line]
+
+    def loop_devices(self) -> list[str]:
+        if not self.disk.exists():
+            return []
+        found = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", str(self.disk)], capture_output=True, text=True)
+        return found.stdout.split()
+
+
+def ok(done: subprocess.CompletedProcess) -> None:
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+
+
+def snapshot(directory: Path) -> dict[str, tuple[str, int]]:
+    """Every file under a directory with its content hash and modification time."""
+    return {
+        str(path.relative_to(directory)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
+def trials_of(run_dir: Path) -> dict[str, dict]:
+    return {
+        str(path.parent.relative_to(run_dir)): json.loads(path.read_text())
+        for path in run_dir.glob("*/*/*/*/bp-*/t*/r[0-9]/trial.json")
+    }
+
+

@@ -1,0 +1,123 @@
+"""Faults on a real trial: each is injected from outside, as it would happen on a real host.
+
+A watcher thread waits for the process it is after (found by the environment's own paths),
+lets it run a few seconds, and kills it; the test then reads what the suite recorded and checks
+that nothing was left running and that a rerun picks up exactly the unfinished cells.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+
+from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, trials_of
+
+pytestmark = NEEDS_ROOT
+
+LONG = ["-e", "duration=12", "-e", "warmup=1", "-e", "filesystems=xfs", "-e", "bp_sizes=64M"]
+
+
+def _pids(env, needle: str) -> list[int]:
+    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in listing.splitlines()[1:]
+            if needle in line and str(env.state) in line and "ps -eo" not in line]
+
+
+def _kill_later(env, needle: str, sig: int, after: float) -> threading.Thread:
+    """Once a process matching `needle` (and the env's paths) exists, wait `after` s and signal it."""
+    def watch():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            pids = _pids(env, needle)
+            if pids:
+                time.sleep(after)
+                for pid in _pids(env, needle):
+                    os.kill(pid, sig)
+                return
+            time.sleep(0.2)
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def _collectors() -> set[int]:
+    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return {int(line.split()[0]) for line in listing.splitlines()[1:]
+            if "vmstat -n -t" in line or "iostat -o JSON" in line}
+
+
+def test_server_killed_mid_trial_fails_that_cell_and_the_next_runs(env):
+    collectors_before = _collectors()
+    watcher = _kill_later(env, "mariadbd --defaults-file", signal.SIGKILL, after=5)
+    done = env.play(*LONG, "-e", "run_name=server-killed", "-e", "threads=2,3")
+    watcher.join(timeout=5)
+    assert done.returncode != 0
+    trials = trials_of(env.results / "server-killed")
+    killed, next_cell = trials["localhost/xfs/oltp/A/bp-64M/t2/r1"], trials["localhost/xfs/oltp/A/bp-64M/t3/r1"]
+    assert killed["status"] == "failed"
+    assert killed["reasons"][0].startswith("server died during the trial"), killed["reasons"]
+    assert next_cell["status"] == "ok"
+    assert env.stray_processes() == [] and _collectors() <= collectors_before
+
+
+def test_driver_killed_mid_trial_fails_that_cell(env):
+    watcher = _kill_later(env, "sysbench oltp_read_write", signal.SIGKILL, after=4)
+    done = env.play(*LONG, "-e", "run_name=driver-killed", "-e", "threads=2")
+    watcher.join(timeout=5)
+    assert done.returncode != 0
+    trial = trials_of(env.results / "driver-killed")["localhost/xfs/oltp/A/bp-64M/t2/r1"]
+    assert trial["status"] == "failed"
+    assert trial["reasons"][0].startswith("sysbench was killed by signal 9"), trial["reasons"]
+    assert env.stray_processes() == []
+
+
+def test_ctrl_c_mid_cell_stops_everything_and_the_rerun_resumes(env):
+    collectors_before = _collectors()
+    knobs = [*LONG, "-e", "run_name=interrupted", "-e", "threads=2,3"]
+    argv = [str(PLAYBOOK), "matrix.yml", "-e", f"@{env.vars_file}", *knobs]
+    # Its own process group, as in a terminal: Ctrl-C reaches ansible-playbook and its children.
+    play = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not _pids(env, "sysbench oltp_read_write run") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)
+    os.killpg(play.pid, signal.SIGINT)
+    play.wait(timeout=120)
+    time.sleep(2)
+    assert env.stray_processes() == []
+    assert _collectors() <= collectors_before
+    run_dir = env.results / "interrupted"
+    assert trials_of(run_dir) == {}, "an interrupted cell never leaves a trial.json"
+    assert list(run_dir.rglob(".r1.tmp-*")) == []
+    done = env.play(*knobs)
+    ok(done)
+    assert "2 cells: 2 to run, 0 already finished" in done.stdout
+    assert {t["status"] for t in trials_of(run_dir).values()} == {"ok"}
+
+
+def test_disk_full_while_loading_names_the_device_and_the_space(env):
+    # A fresh filesystem (another mkfs option), so the load must run; fill it once it starts.
+    def fill():
+        deadline = time.monotonic() + 300
+        while not _pids(env, "prepare") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        free = os.statvfs(env.mnt).f_bavail * os.statvfs(env.mnt).f_frsize
+        subprocess.run(["fallocate", "-l", str(free - (1 << 20)), str(env.mnt / "ballast")], capture_output=True)
+    before = {p: p.read_bytes() for p in env.results.rglob("trial.json")}
+    filler = threading.Thread(target=fill, daemon=True)
+    filler.start()
+    done = env.play("-e", "run_name=disk-full", "-e", "filesystems=ext4", "-e", "bp_sizes=64M",
+                    "-e", "oltp_table_size=200000", "-e", '{"mkfs_options": {"ext4": "-m 0"}}')
+    filler.join(timeout=5)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    device = env.loop_devices()[0]
+    assert f"{device} is full (" in output and "the matrix needs about" in output, output[-3000:]
+    assert {p: p.read_bytes() for p in env.results.rglob("trial.json")} == before
+    assert env.stray_processes() == []
+    assert subprocess.run(["findmnt", str(env.mnt)], capture_output=True).returncode != 0, "unmounted after the failure"
