@@ -25,8 +25,11 @@ between samples) and the gauges in `STATUS_GAUGES` as levels.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import re
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +57,7 @@ STATUS_GAUGES = (
 )
 
 TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
+PARALLEL_FROM = 16
 _EPSILON_S = 1e-6
 _REPORT_INTERVAL = re.compile(r"--report-interval[= ](\d+(?:\.\d+)?)")
 _QUARTER_HOUR_S = 900
@@ -68,7 +72,6 @@ class Frame:
     run_dir: Path
     trials: pd.DataFrame
     intervals: pd.DataFrame
-    notes: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -108,19 +111,34 @@ class TrialData:
 Progress = Callable[[int, int, str], None]
 
 
-def load(run_dir: str | Path, progress: Progress | None = None) -> Frame:
-    """Every trial of a run as one Frame; raises FrameError or ParseError naming the file."""
+def load(run_dir: str | Path, progress: Progress | None = None, workers: int | None = None) -> Frame:
+    """Every trial of a run as one Frame; raises FrameError or ParseError naming the file.
+
+    Trials are parsed in `workers` processes (default: one per CPU, up to 8, for runs of at least
+    `PARALLEL_FROM` trials; below that, starting processes costs more than it saves).
+    """
     run = Path(run_dir)
     if not run.is_dir():
         raise FrameError(f"{run}: no such results directory")
     directories = results.trial_dirs(run)
     if not directories:
         raise FrameError(f"{run}: no trial directories (<host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json)")
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 8) if len(directories) >= PARALLEL_FROM else 1
     loaded = []
-    for index, directory in enumerate(directories, start=1):
-        loaded.append(load_trial(directory, run))
-        if progress is not None:
-            progress(index, len(directories), directory.relative_to(run).as_posix())
+    if workers <= 1:
+        for index, directory in enumerate(directories, start=1):
+            loaded.append(load_trial(directory, run))
+            if progress is not None:
+                progress(index, len(directories), directory.relative_to(run).as_posix())
+        return assemble(run, loaded)
+    # forkserver: the parent may hold pyarrow's threads, which fork would copy in an unknown state.
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for index, trial in enumerate(pool.map(load_trial, directories, [run] * len(directories)), start=1):
+            loaded.append(trial)
+            if progress is not None:
+                progress(index, len(directories), trial.meta["trial"])
     return assemble(run, loaded)
 
 
@@ -140,17 +158,19 @@ def assemble(run: Path, loaded: list[TrialData]) -> Frame:
             metric_parts.append(np.full(len(t), code_of[name], dtype=np.int32))
             trial_parts.append(np.full(len(t), code, dtype=np.int32))
             measured_parts.append((t - interval >= warmup - _EPSILON_S) & (t <= last + _EPSILON_S))
-    def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.array([], dtype=dtype)
     intervals = pd.DataFrame({
-        "trial": pd.Categorical.from_codes(joined(trial_parts, np.int32), categories=trial_ids),
-        "t": joined(t_parts, np.float64),
-        "metric": pd.Categorical.from_codes(joined(metric_parts, np.int32), categories=metric_names),
-        "value": joined(value_parts, np.float64),
-        "measured": joined(measured_parts, bool),
+        "trial": pd.Categorical.from_codes(_joined(trial_parts, np.int32), categories=pd.Index(trial_ids)),
+        "t": _joined(t_parts, np.float64),
+        "metric": pd.Categorical.from_codes(_joined(metric_parts, np.int32), categories=pd.Index(metric_names)),
+        "value": _joined(value_parts, np.float64),
+        "measured": _joined(measured_parts, bool),
     })
     trials = pd.DataFrame([trial.meta for trial in loaded]).set_index("trial")
     return Frame(run_dir=run, trials=trials, intervals=intervals)
+
+
+def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.array([], dtype=dtype)
 
 
 def load_trial(directory: Path, run: Path) -> TrialData:
@@ -316,15 +336,20 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
         data.add(t, f"driver.{name}", values)
 
 
+def _utc64(moment: pd.Timestamp) -> np.datetime64:
+    """A UTC timestamp as numpy datetime64[ms], the collectors' unit."""
+    return moment.tz_convert("UTC").tz_localize(None).to_datetime64().astype("datetime64[ms]")
+
+
 def _to_utc(samples: Samples, started: pd.Timestamp, notes: list[str], source: str) -> np.ndarray:
     """Sample times as UTC datetime64[ms]; local stamps are placed by the nearest quarter-hour offset."""
     times = samples.times.astype("datetime64[ms]")
     if samples.zone == "UTC":
         return times
-    start = np.datetime64(started.tz_convert("UTC").tz_localize(None).to_datetime64(), "ms")
+    start = _utc64(started)
     gap_s = (times[0] - start) / np.timedelta64(1, "s")
     offset_s = round(gap_s / _QUARTER_HOUR_S) * _QUARTER_HOUR_S
-    notes.append(f"{source}: zone {samples.zone} read as UTC{-offset_s / 3600:+g} h (its first sample is "
+    notes.append(f"{source}: zone {samples.zone} read as UTC{offset_s / 3600:+g} h (its first sample is "
                  "nearest the driver's start that way)")
     return times - np.timedelta64(int(offset_s * 1000), "ms")
 
@@ -332,7 +357,7 @@ def _to_utc(samples: Samples, started: pd.Timestamp, notes: list[str], source: s
 def _align(times: np.ndarray, resolution_s: float, started: pd.Timestamp, interval: float,
            notes: list[str], source: str) -> tuple[np.ndarray, np.ndarray]:
     """Each sample's t on the driver's grid, and which samples to keep (first of any duplicates)."""
-    start = np.datetime64(started.tz_convert("UTC").tz_localize(None).to_datetime64(), "ms")
+    start = _utc64(started)
     offset_s = (times - start) / np.timedelta64(1, "s") + resolution_s / 2
     t = np.round(offset_s / interval) * interval
     _, first = np.unique(t, return_index=True)

@@ -52,6 +52,9 @@ class Thresholds:
         return asdict(self)
 
 
+DEFAULTS = Thresholds()
+
+
 # --- small pure functions -------------------------------------------------------------------
 
 def cov(values: np.ndarray) -> float:
@@ -104,7 +107,7 @@ def steady_window(rounds: np.ndarray, range_limit: float, slope_limit: float) ->
 
 
 def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmup_s: float,
-                 th: Thresholds = Thresholds()) -> SteadyState:
+                 th: Thresholds = DEFAULTS) -> SteadyState:
     """When the throughput first settled, over the whole run (warmup included), in rounds.
 
     A round is `ss_round_intervals` intervals (the seeds' 10 s at a 1 s interval), shortened to
@@ -127,8 +130,8 @@ def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmu
     n = len(averages)
     first_s = None
     at_start = None
-    first_measured_round = int(math.ceil(warmup_s / round_s - 1e-9))
-    for k in range(0, n - th.ss_window + 1):
+    first_measured_round = math.ceil(warmup_s / round_s - 1e-9)
+    for k in range(n - th.ss_window + 1):
         window = averages[k:k + th.ss_window]
         if np.isnan(window).any():
             continue
@@ -185,7 +188,7 @@ CELL_METRICS = (
 DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "threads", "repeat")
 
 
-def cells(frame: Frame, th: Thresholds = Thresholds()) -> pd.DataFrame:
+def cells(frame: Frame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
     """One row per trial: the figures, the validity flags and their reasons, the steady state."""
     measured = frame.measured(CELL_METRICS)
     by_trial = {str(k): g for k, g in measured.groupby("trial", observed=True)}
@@ -317,7 +320,7 @@ MATCH = ("filesystem", "workload", "variant", "bp_size", "threads")
 
 
 def compare(frame_a: Frame, cells_a: pd.DataFrame, frame_b: Frame, cells_b: pd.DataFrame,
-            th: Thresholds = Thresholds()) -> pd.DataFrame:
+            th: Thresholds = DEFAULTS) -> pd.DataFrame:
     """Ratio A/B of median throughput per matching configuration, repeats pooled, with a bootstrap CI.
 
     Configurations match on filesystem, workload, variant, buffer pool and threads, and also on
@@ -330,7 +333,7 @@ def compare(frame_a: Frame, cells_a: pd.DataFrame, frame_b: Frame, cells_b: pd.D
     series_a = _pooled(frame_a, cells_a, keys)
     series_b = _pooled(frame_b, cells_b, keys)
     rows = []
-    for key in sorted(set(series_a) | set(series_b), key=lambda k: tuple(map(_sortable, k))):
+    for key in set(series_a) | set(series_b):
         row = dict(zip(keys, key))
         in_a, in_b = key in series_a, key in series_b
         a_values, a_info = series_a.get(key, (np.array([]), {}))
@@ -351,11 +354,11 @@ def compare(frame_a: Frame, cells_a: pd.DataFrame, frame_b: Frame, cells_b: pd.D
             "block": block,
         })
         rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _sortable(value: Any) -> tuple[int, Any]:
-    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
+    if not rows:
+        return pd.DataFrame(columns=[*keys, "a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs",
+                                     "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block"])
+    order = ["bp_bytes" if key == "bp_size" else key for key in keys]
+    return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
 
 
 def _pooled(frame: Frame, cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:

@@ -23,6 +23,8 @@ NEEDS_ROOT = [
 ]
 
 WARMUP, DURATION = 2, 4
+# Full command lines whatever COLUMNS says (pytest sets it; ps would cut lines to fit).
+PS = ["ps", "-e", "-ww", "-o", "pid,args"]
 
 
 class Env:
@@ -73,8 +75,10 @@ class Env:
         return done
 
     def stray_processes(self) -> list[str]:
-        listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-        return [line for line in listing.splitlines() if str(self.state) in line and "ps -eo" not in line]
+        listing = subprocess.run(PS, capture_output=True, text=True).stdout
+        # Every process of this environment names its directory: mysqld its my.cnf under results,
+        # sysbench its config file under state.
+        return [line for line in listing.splitlines() if str(self.base) in line and "ps -e" not in line]
 
     def loop_devices(self) -> list[str]:
         if not self.disk.exists():

@@ -151,11 +151,12 @@ def test_unsafe_device_is_refused_and_unchanged(env, loops, case, make, reason):
     done = env.play("-e", f"device={device}")
     output = done.stdout + done.stderr
     refusal = [line for line in output.splitlines() if line.startswith("[ERROR]") and "refusing" in line]
-    record = f"{case}: exit {done.returncode}; {refusal[0] if refusal else output[-300:]}; checksum {before}"
-    (env.base / "safety-table.txt").open("a").write(record + "\n")
+    after = checksum(backing) if backing else "-"
+    record = f"{case} | exit {done.returncode} | {refusal[0] if refusal else output[-300:]} | {before} → {after}"
+    print(record)  # the table for the closing note: pytest -s
     assert done.returncode != 0, record
     assert len(refusal) == 1 and reason in refusal[0] and "nothing was changed" in refusal[0], record
-    assert (checksum(backing) if backing else "-") == before
+    assert after == before
     assert not (env.run_dir / "run.json").exists()
 
 

@@ -14,7 +14,7 @@ import threading
 import time
 
 
-from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, trials_of
+from e2e_env import NEEDS_ROOT, PLAYBOOK, PS, ROOT, ok, trials_of
 
 pytestmark = NEEDS_ROOT
 
@@ -22,18 +22,18 @@ LONG = ["-e", "duration=12", "-e", "warmup=1", "-e", "filesystems=xfs", "-e", "b
 
 
 def _pids(env, needle: str) -> list[int]:
-    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    """Processes of this environment (their arguments name its directory) that match `needle`."""
+    listing = subprocess.run(PS, capture_output=True, text=True).stdout
     return [int(line.split()[0]) for line in listing.splitlines()[1:]
-            if needle in line and str(env.state) in line and "ps -eo" not in line]
+            if needle in line and str(env.base) in line and "ps -e" not in line]
 
 
 def _kill_later(env, needle: str, sig: int, after: float) -> threading.Thread:
-    """Once a process matching `needle` (and the env's paths) exists, wait `after` s and signal it."""
+    """Once a trial's driver runs (`sysbench ... run`), wait `after` s and signal what matches `needle`."""
     def watch():
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            pids = _pids(env, needle)
-            if pids:
+            if _pids(env, "--events=0 run"):
                 time.sleep(after)
                 for pid in _pids(env, needle):
                     os.kill(pid, sig)
@@ -45,7 +45,7 @@ def _kill_later(env, needle: str, sig: int, after: float) -> threading.Thread:
 
 
 def _collectors() -> set[int]:
-    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    listing = subprocess.run(PS, capture_output=True, text=True).stdout
     return {int(line.split()[0]) for line in listing.splitlines()[1:]
             if "vmstat -n -t" in line or "iostat -o JSON" in line}
 
@@ -83,7 +83,7 @@ def test_ctrl_c_mid_cell_stops_everything_and_the_rerun_resumes(env):
     play = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.monotonic() + 300
-    while not _pids(env, "sysbench oltp_read_write run") and time.monotonic() < deadline:
+    while not _pids(env, "--events=0 run") and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(3)
     os.killpg(play.pid, signal.SIGINT)
@@ -104,8 +104,10 @@ def test_disk_full_while_loading_names_the_device_and_the_space(env):
     # A fresh filesystem (another mkfs option), so the load must run; fill it once it starts.
     def fill():
         deadline = time.monotonic() + 300
-        while not _pids(env, "prepare") and time.monotonic() < deadline:
+        while not _pids(env, " prepare") and time.monotonic() < deadline:
             time.sleep(0.1)
+        if not env.mnt.exists():
+            return
         free = os.statvfs(env.mnt).f_bavail * os.statvfs(env.mnt).f_frsize
         subprocess.run(["fallocate", "-l", str(free - (1 << 20)), str(env.mnt / "ballast")], capture_output=True)
     before = {p: p.read_bytes() for p in env.results.rglob("trial.json")}

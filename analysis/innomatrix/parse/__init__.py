@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is for the controller; sysbench.py, beside this file, also runs on hosts
+    import numpy as np
 
 
 class ParseError(ValueError):
@@ -20,6 +22,10 @@ class ParseError(ValueError):
         self.path, self.line, self.message = str(path), line, message
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self) -> tuple:
+        # Rebuilt from its parts when it crosses a process boundary (parallel loading).
+        return (type(self), (self.path, self.message, self.line))
 
 
 @dataclass

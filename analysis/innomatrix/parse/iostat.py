@@ -91,65 +91,76 @@ def _salvage(text: str, exc: json.JSONDecodeError, path: str | Path) -> tuple[li
 
 def _samples(entries: list[dict[str, Any]], text: str, path: str | Path, device: str | None) -> IostatSamples:
     entries = entries[1:]  # the first entry is the average since boot
-    stamps: list[str] = []
-    columns: dict[str, list[float]] = {}
-    chosen = device or ""
-    for index, entry in enumerate(entries):
-        try:
-            stamps.append(entry["timestamp"])
-            cpu = entry.get("avg-cpu") or {}
-            disks = entry["disk"]
-        except (KeyError, TypeError):
-            raise ParseError(path, f"statistics entry {index + 2} has no timestamp or disk list",
-                             _line_near(text, entry)) from None
-        disk = _pick(disks, chosen)
-        if disk is None:
-            raise ParseError(path, f"no disk {chosen or ''!r} in the entry of {entry['timestamp']}",
-                             _line_near(text, entry))
-        chosen = disk["disk_device"]
-        row = {f"cpu_{name}": value for name, value in cpu.items()}
-        for name, value in disk.items():
-            if name == "disk_device":
-                continue
-            if name in _MB_TO_KB:
-                name, value = _MB_TO_KB[name], value * 1024
-            row[name] = value
-        if not columns:
-            columns = {name: [] for name in row}
-        if row.keys() != columns.keys():
-            raise ParseError(path, f"the entry of {entry['timestamp']} has other fields than the first",
-                             _line_near(text, entry))
-        for name, value in row.items():
-            columns[name].append(value)
     try:
-        metrics = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
-    except (TypeError, ValueError):
-        raise ParseError(path, "a statistics field is not a number") from None
+        stamps = [entry["timestamp"] for entry in entries]
+        cpus = [entry.get("avg-cpu") or {} for entry in entries]
+        disk_lists = [entry["disk"] for entry in entries]
+    except (KeyError, TypeError, AttributeError):
+        bad = next(e for e in entries if not isinstance(e, dict) or "timestamp" not in e or "disk" not in e)
+        raise ParseError(path, "a statistics entry has no timestamp or disk list", _line_near(text, bad)) from None
+    chosen = device or (disk_lists[0][0].get("disk_device", "") if disk_lists and disk_lists[0] else "")
+    disks = []
+    for entry, disk_list in zip(entries, disk_lists):
+        disk = _pick(disk_list, chosen)
+        if disk is None:
+            raise ParseError(path, f"no disk {chosen!r} in the entry of {entry['timestamp']}", _line_near(text, entry))
+        disks.append(disk)
+    columns: dict[str, list[Any]] = {}
+    for prefix, rows in (("cpu_", cpus), ("", disks)):
+        if not rows:
+            continue
+        names = list(rows[0])
+        first = rows[0].keys()
+        for row, entry in zip(rows, entries):
+            if row.keys() != first:
+                raise ParseError(path, f"the entry of {entry['timestamp']} has other fields than the first",
+                                 _line_near(text, entry))
+        for name in names:
+            if name != "disk_device":
+                columns[prefix + name] = [row[name] for row in rows]
+    metrics: dict[str, np.ndarray] = {}
+    for name, values in columns.items():
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ParseError(path, f"{name}: not a number in every entry") from None
+        if name in _MB_TO_KB:
+            name, array = _MB_TO_KB[name], array * 1024
+        metrics[name] = array
     return IostatSamples(times=_times(stamps, text, path), resolution_s=1.0, metrics=metrics,
                          notes=["iostat: first entry (average since boot) dropped"], device=chosen)
 
 
 def _pick(disks: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
     for disk in disks:
-        if not name or disk.get("disk_device") == name:
+        if disk.get("disk_device") == name:
             return disk
     return None
 
 
 def _times(stamps: list[str], text: str, path: str | Path) -> np.ndarray:
     """ISO 8601 stamps (S_TIME_FORMAT=ISO) with any fixed offset, as UTC datetime64[ms]."""
-    local = np.empty(len(stamps), dtype="datetime64[s]")
-    offsets = np.zeros(len(stamps), dtype="timedelta64[s]")
-    for index, stamp in enumerate(stamps):
-        match = _ISO.match(stamp) if isinstance(stamp, str) else None
-        if match is None:
-            raise ParseError(path, f"time stamp {stamp!r} is not ISO 8601 (iostat needs S_TIME_FORMAT=ISO)",
-                             line_of(text, max(0, text.find(str(stamp)))))
-        local[index] = np.datetime64(match[1], "s")
-        if match[2]:
-            sign = 1 if match[2] == "+" else -1
-            offsets[index] = np.timedelta64(sign * (int(match[3]) * 3600 + int(match[4]) * 60), "s")
-    return (local - offsets).astype("datetime64[ms]")
+    offsets: dict[str, np.timedelta64] = {}
+    local = []
+    shift = []
+    for stamp in stamps:
+        suffix = stamp[19:] if isinstance(stamp, str) else None
+        if suffix not in offsets:
+            match = _ISO.match(stamp) if isinstance(stamp, str) else None
+            if match is None:
+                raise ParseError(path, f"time stamp {stamp!r} is not ISO 8601 (iostat needs S_TIME_FORMAT=ISO)",
+                                 line_of(text, max(0, text.find(str(stamp)))))
+            sign = -1 if match[2] == "-" else 1
+            minutes = sign * (int(match[3]) * 60 + int(match[4])) if match[2] else 0
+            offsets[suffix] = np.timedelta64(minutes, "m")
+        local.append(stamp[:19])
+        shift.append(offsets[suffix])
+    try:
+        times = np.array(local, dtype="datetime64[s]")
+    except ValueError:
+        bad = next(s for s in local if not _ISO.match(s))
+        raise ParseError(path, f"time stamp {bad!r} is not ISO 8601", line_of(text, max(0, text.find(bad)))) from None
+    return (times - np.array(shift, dtype="timedelta64[m]")).astype("datetime64[ms]")
 
 
 def _line_near(text: str, entry: Any) -> int | None:

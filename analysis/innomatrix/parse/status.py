@@ -119,10 +119,15 @@ def _from_columns(table: pa.Table, path: str | Path, wanted: set[str] | None, er
         stamp_times = np.array([s[:-1] for s in stamp_of], dtype="datetime64[ms]")
     except ValueError:
         raise ParseError(path, "a time stamp is not ISO 8601") from None
-    row_times = stamp_times[row_stamp]
-    if (np.diff(row_times) < np.timedelta64(0, "ms")).any():
+    order = np.argsort(stamp_times, kind="stable")
+    times = stamp_times[order]
+    if len(times) > 1 and (np.diff(times) <= np.timedelta64(0, "ms")).any():
+        raise ParseError(path, "two samples share a time stamp")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    sample = rank[row_stamp]
+    if (np.diff(sample) < 0).any():
         raise ParseError(path, "sample times go backwards")
-    times, sample = np.unique(row_times, return_inverse=True)
     values = table.column("value").to_numpy().astype(np.float64)
     keep = [i for i, name in enumerate(name_of) if wanted is None or name in wanted]
     slot_of = np.full(len(name_of), -1)
@@ -135,9 +140,9 @@ def _from_columns(table: pa.Table, path: str | Path, wanted: set[str] | None, er
         raise ParseError(path, "absolute rows after the first sample")
     absolute = np.full(len(keep), np.nan)
     absolute[slot[chosen & is_absolute]] = values[chosen & is_absolute]
-    deltas = np.zeros((len(keep), len(times)), dtype=np.float64)
     moved = chosen & ~is_absolute
-    np.add.at(deltas, (slot[moved], sample[moved]), values[moved])
+    flat = slot[moved] * len(times) + sample[moved]
+    deltas = np.bincount(flat, weights=values[moved], minlength=len(keep) * len(times)).reshape(len(keep), len(times))
     notes = [f"status: {len(errors)} samples the server did not answer"] if errors else []
     return StatusSamples(times=times, resolution_s=0.001,
                          metrics={name_of[i]: deltas[j] for j, i in enumerate(keep)}, notes=notes,

@@ -53,7 +53,7 @@ def load(run_dir: Path, say: Say | None = None) -> frames.Frame:
 
 
 def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | None = None,
-           thresholds: stats.Thresholds = stats.Thresholds()) -> Written:
+           thresholds: stats.Thresholds = stats.DEFAULTS) -> Written:
     run = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run
     frame = load(run, say)
@@ -77,7 +77,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
                                                  thresholds.describe()))
     written.files.append(written.html)
     flagged = int(cells["flagged"].sum())
-    written.lines = [f"{len(cells)} trials, {flagged} flagged", ""]
+    written.lines = [f"{len(cells)} trial{'' if len(cells) == 1 else 's'}, {flagged} flagged", ""]
     for table in built:
         written.lines += [f"{table.title}", tables.markdown(table.display), ""]
     written.lines.append(f"report: {written.html}")
@@ -85,7 +85,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
 
 
 def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = None, say: Say | None = None,
-            thresholds: stats.Thresholds = stats.Thresholds()) -> Written:
+            thresholds: stats.Thresholds = stats.DEFAULTS) -> Written:
     a, b = Path(run_a), Path(run_b)
     out = Path(out_dir) if out_dir is not None else a / f"compare-{b.name}"
     frame_a, frame_b = load(a, say), load(b, say)

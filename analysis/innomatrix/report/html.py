@@ -20,10 +20,13 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #cc
 h3 { margin-top: 1.5em; } .meta { color: #555; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 12.5px; }
 th, td { border: 1px solid #d4d4d4; padding: 3px 7px; text-align: right; vertical-align: top; }
-th { background: #f1f3f5; } td.text, th.text { text-align: left; }
+th { background: #f1f3f5; } td.text, th.text { text-align: left; } td { white-space: nowrap; }
+td.wrap { white-space: normal; min-width: 26em; }
 tr.flagged td { background: #fff4e5; } .flag { color: #b35900; font-weight: 600; }
 .ok { color: #2b7a2b; } .note { color: #555; font-size: 12.5px; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figure.half { display: inline-block; width: 49%; margin: 0.5em 0; vertical-align: top; }
+.scroll { overflow-x: auto; }
 figcaption { color: #555; font-size: 12.5px; } nav a { margin-right: 1em; }
 ul.flags li { margin-bottom: 0.2em; } code { background: #f4f4f4; padding: 0 3px; }
 """
@@ -41,16 +44,21 @@ def table_html(table: Table, flagged_rows: Iterable[bool] | None = None) -> str:
         body.append(f'<tr class="{"flagged" if is_flagged else ""}">{cells}</tr>')
     notes = "".join(f'<p class="note">{escape(note)}</p>' for note in table.notes)
     return (f'<h3 id="{escape(table.name)}">{escape(table.title)}</h3>'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{notes}")
+            f"<div class=\"scroll\"><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+            f"{notes}")
+
+
+WRAPPED_COLUMNS = {"flags", "a_flags", "b_flags"}
 
 
 def _cls(column: object) -> str:
-    return "text" if str(column) in TEXT_COLUMNS else ""
+    name = str(column)
+    return "text wrap" if name in WRAPPED_COLUMNS else ("text" if name in TEXT_COLUMNS else "")
 
 
-def image_html(plot: Plot) -> str:
+def image_html(plot: Plot, half: bool = False) -> str:
     data = base64.b64encode(plot.png).decode("ascii")
-    return (f'<figure><img alt="{escape(plot.title)}" src="data:image/png;base64,{data}">'
+    return (f'<figure class="{"half" if half else ""}"><img alt="{escape(plot.title)}" src="data:image/png;base64,{data}">'
             f"<figcaption>{escape(plot.title)}</figcaption></figure>")
 
 
@@ -60,7 +68,7 @@ def flags_html(cells: pd.DataFrame) -> str:
         return '<p class="ok">No trial is flagged.</p>'
     items = "".join(f'<li><code>{escape(t)}</code>: <span class="flag">{escape(f)}</span></li>'
                     for t, f in zip(flagged["trial"], flagged["flags"]))
-    return (f"<p>{len(flagged)} of {len(cells)} trials are flagged; they are shown in every table, "
+    return (f"<p>{len(flagged)} of {len(cells)} trials flagged; they are shown in every table, "
             f"marked <span class=\"flag\">*</span>, never dropped.</p><ul class=\"flags\">{items}</ul>")
 
 
@@ -83,7 +91,7 @@ def document(title: str, subtitle: str, sections: list[tuple[str, str, str]]) ->
     nav = "".join(f'<a href="#{escape(anchor)}">{escape(heading)}</a>' for anchor, heading, _ in sections)
     body = "".join(f'<section><h2 id="{escape(anchor)}">{escape(heading)}</h2>{inner}</section>'
                    for anchor, heading, inner in sections)
-    made = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
@@ -95,7 +103,7 @@ def report_document(run_name: str, run_dir: Path, cells: pd.DataFrame, tables: l
                     per_trial: Table, plots: list[Plot], notes: dict[str, str], thresholds: dict[str, object]) -> str:
     flagged_rows = [bool(truthy(v)) for v in cells["flagged"]]
     tables_html = "".join(table_html(t) for t in tables) or "<p>No table: no trial has measured intervals.</p>"
-    tables_html += "".join(image_html(p) for p in plots if p.group == "tables")
+    tables_html += "".join(image_html(p, half=True) for p in plots if p.group == "tables")
     figure_groups: dict[str, list[Plot]] = {}
     for plot in plots:
         if plot.group != "tables":
@@ -105,7 +113,7 @@ def report_document(run_name: str, run_dir: Path, cells: pd.DataFrame, tables: l
     notes_html = "<ul>" + "".join(f"<li><code>{escape(t)}</code>: {escape(n)}</li>" for t, n in notes.items() if n) \
         + "</ul>"
     flagged = int(cells["flagged"].sum())
-    subtitle = f"{run_dir} · {len(cells)} trials · {flagged} flagged"
+    subtitle = f"{run_dir} · {len(cells)} trial{'' if len(cells) == 1 else 's'} · {flagged} flagged"
     sections = [
         ("validity", "Validity", flags_html(cells)),
         ("tables", "Tables", tables_html),

@@ -20,12 +20,15 @@ from innomatrix.frame import Frame
 from innomatrix.report.tables import Table
 
 GROUP = ("host", "filesystem", "workload", "threads")
-CPU_PANELS = (("vmstat.us", "user %"), ("vmstat.sy", "system %"), ("vmstat.wa", "iowait %"), ("vmstat.id", "idle %"))
-IO_PANELS = (("iostat.r/s", "reads/s", 1.0), ("iostat.w/s", "writes/s", 1.0), ("iostat.rkB/s", "read MB/s", 1 / 1024),
-             ("iostat.wkB/s", "write MB/s", 1 / 1024), ("iostat.w_await", "write await (ms)", 1.0),
-             ("iostat.util", "util %", 1.0))
+CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0, 100.0),
+              ("vmstat.wa", "iowait %", 1.0, 100.0), ("vmstat.id", "idle %", 1.0, 100.0))
+# (metric, axis label, scale, top of the axis or None)
+IO_PANELS = (("iostat.r/s", "reads/s", 1.0, None), ("iostat.w/s", "writes/s", 1.0, None),
+             ("iostat.rkB/s", "read MB/s", 1 / 1024, None), ("iostat.wkB/s", "write MB/s", 1 / 1024, None),
+             ("iostat.w_await", "write await (ms)", 1.0, None), ("iostat.util", "util %", 1.0, 100.0))
 DPI = 90
-KINDS = ("throughput_", "latency_", "cpu_", "io_", "bars_")  # file name prefixes of the report's figures
+KINDS = ("throughput", "latency_", "cpu_", "io_", "bars_")  # file name prefixes of the report's figures
+JITTER_INTERVALS = 10  # the seeds' second jitter graph: means over 10 intervals (10 s at a 1 s interval)
 
 
 @dataclass
@@ -83,8 +86,16 @@ def _colors(n: int) -> list[tuple[float, float, float, float]]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+def window_means(t: np.ndarray, v: np.ndarray, width: float) -> tuple[np.ndarray, np.ndarray]:
+    """Means over windows (k × width, (k + 1) × width], placed at the window's end (the seeds' 10 s jitter)."""
+    index = np.ceil(t / width - 1e-9).astype(np.int64)
+    keys, inverse = np.unique(index, return_inverse=True)
+    return keys * width, np.bincount(inverse, weights=v) / np.bincount(inverse)
+
+
 def time_series(series: Series, name: str, block: pd.DataFrame, metric: str, ylabel: str, title: str,
-                scale: float = 1.0) -> bytes | None:
+                width: float | None = None) -> bytes | None:
+    """One line per trial; with `width`, the means of windows of that many seconds instead of every interval."""
     figure = Figure(figsize=(10, 3.6))
     figure.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.14)
     axes = figure.add_subplot()
@@ -93,8 +104,8 @@ def time_series(series: Series, name: str, block: pd.DataFrame, metric: str, yla
         found = series.get(metric, row["trial"])
         if found is None:
             continue
-        t, v = found
-        axes.plot(t, v * scale, lw=0.9, color=color, label=_label(row))
+        t, v = found if width is None else window_means(*found, width)
+        axes.plot(t, v, lw=0.9, color=color, label=_label(row))
         drawn = True
     if not drawn:
         return None
@@ -116,7 +127,7 @@ def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: 
     drawn = False
     colors = _colors(len(block))
     for axes, spec in zip(axes_list, specs):
-        metric, ylabel, scale = (*spec, 1.0)[:3]
+        metric, ylabel, scale, top = spec
         for color, (_, row) in zip(colors, block.iterrows()):
             found = series.get(metric, row["trial"])
             if found is None:
@@ -125,6 +136,7 @@ def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: 
             axes.plot(t, v * scale, lw=0.8, color=color, label=_label(row))
             drawn = True
         _shade_warmup(axes, list(block["warmup_s"]))
+        axes.set_ylim(bottom=0, top=top)
         axes.set_ylabel(ylabel, fontsize=8)
         axes.grid(alpha=0.3)
     if not drawn:
@@ -145,9 +157,10 @@ def bars(table: Table, row_key: str, title: str) -> list[Plot]:
         block = block[~block[row_key].astype(str).str.contains("/")]  # ratio rows are not bars
         if block.empty:
             continue
-        name = "/".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
-        figure = Figure(figsize=(8, 3.4))
-        figure.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.1)
+        labels = dict(zip(group_keys, key if isinstance(key, tuple) else (key,)))
+        name = "/".join(f"t{v}" if k == "threads" else str(v) for k, v in labels.items())
+        figure = Figure(figsize=(6, 3.2))
+        figure.subplots_adjust(left=0.13, right=0.98, top=0.9, bottom=0.1)
         axes = figure.add_subplot()
         width = 0.8 / len(block)
         x = np.arange(len(bp_columns))
@@ -156,8 +169,8 @@ def bars(table: Table, row_key: str, title: str) -> list[Plot]:
             axes.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(values), width, color=color,
                      label=str(row[row_key]))
         axes.set_xticks(x, bp_columns)
-        axes.set_ylabel("median " + str(data["unit"].iloc[0]) if "unit" in data else "median")
-        axes.set_title(f"{title} — {name}", fontsize=10)
+        axes.set_ylabel(f"median {data['unit'].iloc[0]}")
+        axes.set_title(f"{title} — {name}", fontsize=9)
         axes.legend(fontsize=8)
         axes.grid(axis="y", alpha=0.3)
         plots.append(Plot(f"bars_{table.name}_{slug(name)}", f"{title} — {name}", "tables", _png(figure)))
@@ -189,16 +202,22 @@ def compare_bars(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot | N
 
 
 def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table]) -> list[Plot]:
-    metrics = {"driver.throughput", "driver.lat_ms"} | {m for m, _ in CPU_PANELS} | {m for m, *_ in IO_PANELS}
+    metrics = {"driver.throughput", "driver.lat_ms"} | {spec[0] for spec in (*CPU_PANELS, *IO_PANELS)}
     series = Series(frame, metrics)
     plots: list[Plot] = []
     for name, block in groups(cells):
         unit = str(block["unit"].dropna().iloc[0]) if block["unit"].notna().any() else "throughput"
         pct = block["latency_pct"].dropna()
         pct_label = f"p{pct.iloc[0]:g}" if len(pct) else "percentile"
+        interval = float(frame.trials.loc[block["trial"], "report_interval_s"].max())
+        longest = float(frame.trials.loc[block["trial"], "driver_last_t"].max())
+        width = JITTER_INTERVALS * interval
         figures = [
             ("throughput", f"Throughput ({unit})", time_series(series, name, block, "driver.throughput", unit,
                                                                "Throughput per interval")),
+            ("throughput10", f"Throughput ({unit}), {width:g} s means",
+             time_series(series, name, block, "driver.throughput", unit, f"Throughput, {width:g} s means", width)
+             if longest >= 5 * width else None),
             ("latency", f"Latency {pct_label}", time_series(series, name, block, "driver.lat_ms",
                                                             f"{pct_label} latency (ms)", "Latency per interval")),
             ("cpu", "vmstat CPU", panels(series, name, block, CPU_PANELS, "vmstat CPU")),

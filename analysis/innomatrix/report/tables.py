@@ -57,7 +57,7 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def truthy(value: object) -> bool:
     """A flag cell that may be missing (NaN) or a numpy bool."""
-    return value is not None and not pd.isna(value) and bool(value)
+    return value is not None and not pd.isna(value) and bool(value)  # type: ignore[call-overload]
 
 
 def _looks_numeric(text: str) -> bool:
@@ -108,8 +108,11 @@ def _unit(cells: pd.DataFrame) -> str:
 
 
 def variant_by_bp(cells: pd.DataFrame) -> Table | None:
-    """Median throughput, my.cnf variant × buffer pool, per host, filesystem, workload and threads."""
-    table = cells[cells["throughput_median"].notna()]
+    """Median throughput, my.cnf variant × buffer pool, per host, filesystem, workload and threads.
+
+    A trial with no measured interval stays in (as – and marked): nothing is dropped silently.
+    """
+    table = cells
     if table.empty:
         return None
     groups = ["host", "filesystem", "workload", "threads"]
@@ -123,7 +126,7 @@ def variant_by_bp(cells: pd.DataFrame) -> Table | None:
 
 def fs_by_bp(cells: pd.DataFrame) -> Table | None:
     """Median throughput, filesystem × buffer pool (the P320h table), with A/B rows for two filesystems."""
-    table = cells[cells["throughput_median"].notna()]
+    table = cells
     if table.empty or table["filesystem"].nunique() < 2:
         return None
     groups = ["host", "workload", "variant", "threads"]
@@ -143,6 +146,7 @@ def fs_by_bp(cells: pd.DataFrame) -> Table | None:
         data_parts.append(block)
         display_parts.append(text)
     data = pd.concat(data_parts).reset_index()
+    data.insert(len(groups) + 1, "unit", _unit(table))
     display = pd.concat(display_parts).reset_index()
     return Table("fs_by_bp", f"Median throughput ({_unit(table)}): filesystem × buffer pool", data, display,
                  _flag_note(table))
@@ -184,7 +188,7 @@ def cells_table(cells: pd.DataFrame) -> Table:
     for column in columns:
         if column in ("trial", "status", "unit", "flags"):
             continue
-        digits = 2 if column in ("write_amplification", "errors_per_s") else 1
+        digits = {"write_amplification": 2, "errors_per_s": 2, "stall_intervals": 0}.get(column, 1)
         display[column] = [fmt(float(v), digits) if column != "throughput_cov" or pd.isna(v)
                            else f"{float(v) * 100:.1f} %" for v in data[column]]
     return Table("cells", "Every trial (measured intervals only)", data, display)
@@ -218,8 +222,8 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str) -> Table:
     display["95 % CI"] = [f"{fmt(lo, 3)} – {fmt(hi, 3)}" if not pd.isna(lo) else "–"
                           for lo, hi in zip(data["ci_low"], data["ci_high"])]
     display["differs"] = ["differs" if d else "" for d in data["differs"]]
-    notes = ["A/B = median throughput of A's measured intervals ÷ B's (repeats pooled); 95 % CI by bootstrap "
-             "over intervals (moving blocks); `differs` only when the interval excludes 1."]
+    notes = [("A/B = median throughput of A's measured intervals ÷ B's (repeats pooled); 95 % CI by bootstrap "
+              "over intervals (moving blocks); `differs` only when the interval excludes 1.")]
     flagged = [f"{row.a_flags} {row.b_flags}".strip() for row in data.itertuples() if row.a_flags or row.b_flags]
     if flagged:
         notes.append(f"{FLAG_MARK} flagged: " + " | ".join(flagged))

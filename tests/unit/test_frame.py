@@ -1,0 +1,123 @@
+"""innomatrix.frame: a results tree as one long table, every collector on the driver's clock."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from innomatrix import frame
+from innomatrix.parse import ParseError
+from trees import Trial, real_tiny, steady, write_trial
+
+
+def wide(loaded: frame.Frame, metrics: list[str], measured_only: bool = False) -> pd.DataFrame:
+    return loaded.wide(metrics, measured_only=measured_only)
+
+
+def test_the_real_run_lines_up_status_and_iostat_with_the_driver(tmp_path):
+    loaded = frame.load(real_tiny(tmp_path))
+    assert list(loaded.trials.index) == ["localhost/xfs/oltp/A/bp-64M/t2/r1"]
+    table = wide(loaded, ["driver.tps", "status.Com_commit", "iostat.w/s", "vmstat.us"]).droplevel("trial")
+    assert table.index.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    # Commits per second from SHOW GLOBAL STATUS match sysbench's tps in the same interval (same clock).
+    np.testing.assert_allclose(table["status.Com_commit"], table["driver.tps"], rtol=0.05)
+    # The slowest interval is the same one for the driver and the device.
+    assert table["driver.tps"].idxmin() == table["iostat.w/s"].idxmin() == 7.0
+    assert table["vmstat.us"].tolist() == [44, 35, 35, 41, 32, 41, 48]
+
+
+def test_one_row_per_interval_per_metric_per_trial_and_measured_after_the_warmup(tmp_path):
+    loaded = frame.load(real_tiny(tmp_path))
+    rows = loaded.intervals
+    assert list(rows.columns) == ["trial", "t", "metric", "value", "measured"]
+    assert not rows.duplicated(["trial", "t", "metric"]).any()
+    tps = rows[rows["metric"] == "driver.tps"]
+    assert tps[tps["measured"]]["t"].tolist() == [3.0, 4.0, 5.0, 6.0, 7.0]  # warmup 2 s
+    meta = loaded.trials.iloc[0]
+    assert (meta["warmup_s"], meta["report_interval_s"], meta["throughput_unit"]) == (2.0, 1.0, "tps")
+    assert meta["driver_transactions"] == 5398 and meta["driver_ignored_errors"] == 7
+
+
+def test_second_stamps_land_on_the_interval_they_close(tmp_path):
+    # synth writes iostat w/s = 2 × tps and vmstat bo = tps × 6 for the same interval, stamped in whole
+    # seconds 20 ms before the driver's tick: only a correct alignment pairs them exactly.
+    tps = steady(40, 1000.0, 0.2, seed=3)
+    write_trial(tmp_path / "run", Trial(tps=tps, warmup_s=5, device_kb_per_trx=6.0))
+    table = wide(frame.load(tmp_path / "run"), ["driver.tps", "iostat.w/s", "vmstat.bo"]).droplevel("trial")
+    assert len(table) == 40
+    np.testing.assert_allclose(table["iostat.w/s"], 2 * table["driver.tps"], atol=0.011)
+    np.testing.assert_array_equal(table["vmstat.bo"], np.floor(table["driver.tps"] * 6))
+
+
+def test_status_counters_are_rates_and_gauges_are_levels(tmp_path):
+    write_trial(tmp_path / "run", Trial(tps=steady(60, 500.0, 0.0), warmup_s=5, innodb_bytes_per_trx=3000.0))
+    table = wide(frame.load(tmp_path / "run"), ["status.Com_commit", "status.Innodb_os_log_written",
+                                                "status.Innodb_buffer_pool_pages_dirty"]).droplevel("trial")
+    np.testing.assert_allclose(table["status.Com_commit"], 500.0, rtol=0.011)  # 500 per ~1 s sample
+    np.testing.assert_allclose(table["status.Innodb_os_log_written"], 500 * 1500, rtol=0.011)
+    dirty = table["status.Innodb_buffer_pool_pages_dirty"]
+    assert dirty.iloc[0] == 50 and dirty.iloc[1] == 100 and dirty.iloc[-1] == dirty.max()  # a level, not a rate
+
+
+def test_local_time_vmstat_is_placed_by_its_quarter_hour_offset(tmp_path):
+    run = tmp_path / "run"
+    directory = write_trial(run, Trial(tps=steady(20, 800.0, 0.1), warmup_s=2))
+    utc = frame.load(run)
+    log = directory / "vmstat.log"
+    lines = log.read_text().splitlines(keepends=True)
+    shifted = [lines[0], lines[1].replace("UTC", "IST")]
+    for line in lines[2:]:
+        stamp = pd.Timestamp(line[-20:-1]) + pd.Timedelta(hours=5, minutes=30)
+        shifted.append(line[:-20] + stamp.strftime("%Y-%m-%d %H:%M:%S") + "\n")
+    log.write_text("".join(shifted))
+    local = frame.load(run)
+    pd.testing.assert_frame_equal(wide(local, ["vmstat.bo"]), wide(utc, ["vmstat.bo"]))
+    assert "zone IST read as UTC+5.5 h" in local.trials.iloc[0]["notes"]
+
+
+def test_missing_collectors_are_noted_and_the_driver_still_loads(tmp_path):
+    write_trial(tmp_path / "run", Trial(tps=steady(10), files=("driver.log",)))
+    loaded = frame.load(tmp_path / "run")
+    assert set(loaded.intervals["metric"].astype(str)) == {f"driver.{m}" for m in (*frame._OLTP_METRICS, "throughput")}
+    notes = loaded.trials.iloc[0]["notes"]
+    assert "vmstat: no vmstat.log" in notes and "iostat: no iostat.json" in notes and "status: no status.log" in notes
+
+
+def test_a_trial_without_a_start_time_is_an_error_naming_its_trial_json(tmp_path):
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(5)))
+    record = json.loads((directory / "trial.json").read_text())
+    del record["times"]["started"]
+    (directory / "trial.json").write_text(json.dumps(record))
+    with pytest.raises(frame.FrameError, match=rf"^{directory}/trial\.json: no times\.started"):
+        frame.load(tmp_path / "run")
+
+
+def test_a_damaged_driver_line_is_an_error_naming_driver_log_and_the_line(tmp_path):
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(5)))
+    log = directory / "driver.log"
+    log.write_text(log.read_text().replace("[ 3s ] thds: 2 tps: ", "[ 3s ] thds: 2 tps: x"))
+    with pytest.raises(ParseError, match=rf"^{log}: line 15: malformed sysbench interval line"):
+        frame.load(tmp_path / "run")
+
+
+def test_no_trials_is_an_error(tmp_path):
+    with pytest.raises(frame.FrameError, match="no trial directories"):
+        frame.load(tmp_path)
+    with pytest.raises(frame.FrameError, match="no such results directory"):
+        frame.load(tmp_path / "absent")
+
+
+def test_loading_in_worker_processes_gives_the_same_frame(tmp_path):
+    run = tmp_path / "run"
+    for repeat in (1, 2, 3):
+        write_trial(run, Trial(tps=steady(15, seed=repeat), repeat=repeat, seed=repeat))
+    pd.testing.assert_frame_equal(frame.load(run, workers=2).intervals, frame.load(run, workers=1).intervals)
+
+
+def test_errors_survive_the_trip_back_from_a_worker_process():
+    error = pickle.loads(pickle.dumps(ParseError("r1/status.log", "expected the header", 1)))
+    assert (type(error), str(error), error.line) == (ParseError, "r1/status.log:1: expected the header", 1)
+    assert str(pickle.loads(pickle.dumps(frame.FrameError("x: no times.started")))) == "x: no times.started"

@@ -1,0 +1,154 @@
+"""`innomatrix report` and `innomatrix compare` through the CLI, on small fixture trees."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from innomatrix import cli, frame
+from trees import Trial, matrix_run, real_tiny, report_run, steady, write_trial
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / ".venv" / "bin" / "innomatrix"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    return report_run(tmp_path_factory)
+
+
+def test_report_writes_every_output_into_the_run(run):
+    for name in ("summary.csv", "cells.parquet", "intervals.parquet", "report.html"):
+        assert (run / name).stat().st_size > 0, name
+    tables = sorted(p.name for p in (run / "tables").iterdir())
+    assert tables == sorted(f"{t}.{ext}" for t in ("variant_by_bp", "fs_by_bp", "steady_state", "cells")
+                            for ext in ("csv", "md"))
+    pngs = sorted(p.name for p in (run / "plots").glob("*.png"))
+    # per (host, fs, workload, threads) group: throughput (every interval and 10 s means), latency, cpu, io;
+    # plus one bar chart per table group
+    assert len([p for p in pngs if p.startswith(("throughput", "latency_", "cpu_", "io_"))]) == 2 * 5
+    assert len([p for p in pngs if p.startswith("bars_")]) == 2 + 2
+    html = (run / "report.html").read_text()
+    assert html.count('src="data:image/png;base64,') == len(pngs)
+    assert not re.search(r'(src|href)="(https?:|file:|//)', html)  # nothing outside the file
+
+
+def test_summary_and_parquet_hold_one_row_per_trial_and_the_tidy_frame(run):
+    summary = pd.read_csv(run / "summary.csv")
+    assert len(summary) == 5 and summary["trial"].is_unique
+    cells = pd.read_parquet(run / "cells.parquet")
+    assert set(summary["trial"]) == set(cells["trial"])
+    intervals = pq.read_table(run / "intervals.parquet").to_pandas()
+    assert {"trial", "t", "metric", "value", "measured", "filesystem", "bp_size", "variant"} <= set(intervals.columns)
+    assert len(intervals) == len(frame.load(run).intervals)
+    xfs = intervals[(intervals["filesystem"] == "xfs") & (intervals["metric"] == "driver.tps")]
+    assert xfs["trial"].nunique() == 3
+
+
+def test_tables_have_the_constructed_answers_and_flagged_cells_marked(run):
+    fs = pd.read_csv(run / "tables" / "fs_by_bp.csv")
+    ratio = fs[fs["filesystem"] == "ext4/xfs"]
+    assert ratio["bp-64M"].item() == pytest.approx(1.4, abs=0.02)
+    assert ratio["bp-256M"].item() == pytest.approx(1.4, abs=0.02)
+    assert list(fs.columns).index("bp-64M") < list(fs.columns).index("bp-256M")  # by size, not by name
+    markdown = (run / "tables" / "variant_by_bp.md").read_text()
+    row_c = next(line for line in markdown.splitlines() if "| xfs | oltp | 2 | C |" in line)
+    bp_64m, bp_256m = (cell.strip() for cell in row_c.split("|")[6:8])
+    assert bp_64m.endswith("*") and bp_256m == "–"  # the stalled cell is marked (C ran at 64M only) ...
+    assert "xfs/oltp/C/bp-64M/t2/r1: stalls: 3 intervals in 1 episodes (longest 3 s)" in markdown  # ... with why
+    summary = pd.read_csv(run / "summary.csv").set_index("trial")
+    assert summary["flagged"].sum() == 1
+
+
+def test_report_cli_prints_the_tables_and_the_path_and_progress_on_stderr(tmp_path, capsys):
+    tiny = real_tiny(tmp_path)
+    out = tmp_path / "elsewhere"
+    assert cli.main(["report", str(tiny), "--out", str(out)]) == 0
+    stdout, stderr = capsys.readouterr()
+    assert stdout.splitlines()[0] == "1 trial, 1 flagged"
+    assert "| localhost | xfs | oltp | 2 | A | 701.9* |" in stdout
+    assert stdout.rstrip().endswith(f"report: {out / 'report.html'}")
+    assert "innomatrix: tiny: loaded 1/1 trials" in stderr
+    assert (out / "report.html").exists() and not (tiny / "report.html").exists()
+
+
+def test_compare_marks_only_the_cell_that_really_differs(tmp_path, capsys):
+    a = matrix_run(tmp_path / "device-a", seed=0, stall=False)
+    b = matrix_run(tmp_path / "device-b", seed=100, stall=False, scale={("xfs", "256M"): 1 / 1.2})
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    stdout, _ = capsys.readouterr()
+    assert stdout.splitlines()[0] == "5 matching configurations, 1 differ (95 % CI excludes 1)"
+    out = a / "compare-device-b"
+    table = pd.read_csv(out / "compare.csv")
+    differs = table[table["differs"]]
+    assert differs[["filesystem", "bp_size"]].values.tolist() == [["xfs", "256M"]]
+    assert differs["ratio"].item() == pytest.approx(1.2, abs=0.02)
+    assert (table.loc[~table["differs"], "ci_low"] < 1).all() and (table.loc[~table["differs"], "ci_high"] > 1).all()
+    assert (out / "compare.md").exists() and (out / "plots" / "compare_ratios.png").exists()
+    assert 'src="data:image/png;base64,' in (out / "compare.html").read_text()
+
+
+@pytest.mark.parametrize(("damage", "expected"), [
+    ("status-cut", r"^innomatrix: \S+/status\.log:\d+: expected time, variable, value and kind"),
+    ("iostat-corrupt", r"^innomatrix: \S+/iostat\.json:29: corrupt JSON"),
+    ("vmstat-cut", r"^innomatrix: \S+/vmstat\.log:10: expected 17 numbers"),
+    ("absent", r"^innomatrix: \S+/absent: no such results directory$"),
+])
+def test_damaged_input_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys, damage, expected):
+    tiny = real_tiny(tmp_path)
+    trial = tiny / "localhost/xfs/oltp/A/bp-64M/t2/r1"
+    if damage == "status-cut":
+        text = (trial / "status.log").read_text()
+        (trial / "status.log").write_text(text[: text.rindex("\tdelta")])
+    elif damage == "iostat-corrupt":
+        text = (trial / "iostat.json").read_text()
+        (trial / "iostat.json").write_text(text.replace('"w/s": 1758.00', '"w/s": 17x58.00'))
+    elif damage == "vmstat-cut":
+        text = (trial / "vmstat.log").read_text()
+        (trial / "vmstat.log").write_text(text[:-12])
+    target = tiny / "absent" if damage == "absent" else tiny
+    assert cli.main(["report", str(target)]) == 2
+    stdout, stderr = capsys.readouterr()
+    assert stdout == ""
+    assert len(stderr.strip().splitlines()) == 1, stderr  # the error alone, no traceback
+    assert re.search(expected, stderr.strip().splitlines()[-1]), stderr
+
+
+def test_a_truncated_iostat_json_is_read_and_flagged(tmp_path, capsys):
+    tiny = real_tiny(tmp_path)
+    log = tiny / "localhost/xfs/oltp/A/bp-64M/t2/r1/iostat.json"
+    text = log.read_text()
+    log.write_text(text[: text.rindex("]") - 40])
+    assert cli.main(["report", str(tiny)]) == 0
+    summary = pd.read_csv(tiny / "summary.csv")
+    assert "iostat.json cut short" in summary["flags"].item()
+    capsys.readouterr()
+
+
+def test_the_console_script_prints_no_traceback(tmp_path):
+    if not SCRIPT.exists():
+        pytest.skip(f"{SCRIPT} not installed (make venv)")
+    done = subprocess.run([str(SCRIPT), "report", str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 2
+    assert done.stderr == f"innomatrix: {tmp_path}: no trial directories " \
+                          "(<host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json)\n"
+    assert done.stdout == ""
+
+
+def test_a_failed_trial_without_intervals_stays_in_the_tables_marked(tmp_path, capsys):
+    run = tmp_path / "run"
+    write_trial(run, Trial(tps=steady(30), bp_size="64M", warmup_s=5))
+    write_trial(run, Trial(tps=steady(30), bp_size="256M", warmup_s=5, status="failed",
+                           reasons=["server died during the trial"], files=()))
+    assert cli.main(["report", str(run)]) == 0
+    capsys.readouterr()
+    row = (run / "tables" / "variant_by_bp.md").read_text().splitlines()[4]
+    bp_64m, bp_256m = (cell.strip() for cell in row.split("|")[6:8])
+    assert float(bp_64m.replace(",", "")) > 0 and bp_256m == "–*"  # the failed one: no figure, marked
+    flags = pd.read_csv(run / "summary.csv").set_index("bp_size")["flags"]
+    assert flags["256M"] == "trial failed: server died during the trial; no interval measured after the warmup"

@@ -1,0 +1,163 @@
+"""innomatrix.stats on constructed data whose answers are known."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from innomatrix import frame, stats
+from trees import Trial, steady, write_trial
+
+TH = stats.Thresholds()
+
+
+def test_cov_is_sample_standard_deviation_over_mean():
+    assert stats.cov(np.array([1.0, 2.0, 3.0, 4.0])) == pytest.approx(1.2909944 / 2.5)
+    assert np.isnan(stats.cov(np.array([5.0])))
+    assert np.isnan(stats.cov(np.array([0.0, 0.0])))
+
+
+def test_stalls_are_zero_or_near_zero_intervals_counted_in_episodes():
+    tps = np.full(30, 1000.0)
+    tps[[5, 6, 7]] = 0.0
+    tps[20] = 4.0    # 0.4 % of the median: near zero
+    tps[25] = 50.0   # 5 %: slow, not a stall
+    mask = stats.stall_mask(tps, TH.stall_fraction)
+    assert np.flatnonzero(mask).tolist() == [5, 6, 7, 20]
+    assert stats.episodes(mask) == [(5, 3), (20, 1)]
+    assert stats.episodes(np.zeros(4, bool)) == []
+    assert stats.episodes(np.ones(3, bool)) == [(0, 3)]
+
+
+@pytest.mark.parametrize(("rounds", "steady"), [
+    ([100, 101, 99, 100, 100], True),
+    ([100, 102, 104, 106, 108], True),    # range 7.7 %, slope excursion 7.7 %
+    ([100, 103, 106, 109, 112], False),   # range 11 % (fine) but slope excursion 11 % > 10 %
+    ([100, 125, 100, 125, 100], False),   # flat trend, range 23 % > 20 %
+    ([0, 0, 0, 0, 0], False),
+])
+def test_snia_window(rounds, steady):
+    assert stats.steady_window(np.array(rounds, float), TH.ss_range, TH.ss_slope) is steady
+
+
+def test_steady_state_is_found_where_the_series_settles_and_the_saveable_warmup_follows():
+    t = np.arange(1, 1201, dtype=float)                       # 1 s intervals, 10 s rounds
+    tps = np.where(t <= 300, 200 + 2 * t, 1000.0) + 5 * np.sin(t)  # a climb, flat from 300 s on
+    ss = stats.steady_state(t, tps, 1.0, warmup_s=600.0)
+    assert ss.round_s == 10.0
+    assert ss.first_s == 300.0            # the first window of 5 rounds wholly on the plateau
+    assert ss.saveable_s == 300.0         # 600 s of warmup, steady from 300 s
+    assert ss.at_measure_start is True
+
+
+def test_steady_state_never_reached():
+    t = np.arange(1, 601, dtype=float)
+    tps = np.where((t // 10) % 2 == 0, 500.0, 1500.0)  # rounds alternate: never within 20 %
+    ss = stats.steady_state(t, tps, 1.0, warmup_s=100.0)
+    assert ss.first_s is None and ss.saveable_s == 0.0 and ss.at_measure_start is False
+
+
+def test_steady_state_after_the_warmup_saves_nothing():
+    t = np.arange(1, 601, dtype=float)
+    tps = np.where(t <= 200, t * 5, 1000.0)  # rounds ... 877.5, 927.5, 977.5, then 1000
+    ss = stats.steady_state(t, tps, 1.0, warmup_s=100.0)
+    # The window from 180 s (927.5 ... 1000) is within 20 % and its slope excursion is 6.8 % of the
+    # mean; the one from 170 s has an excursion of 13 %: the tolerance lets steady state start
+    # just before the plateau, as SNIA's does.
+    assert ss.first_s == 180.0 and ss.saveable_s == 0.0 and ss.at_measure_start is False
+
+
+def test_bootstrap_interval_excludes_one_only_when_the_medians_differ():
+    rng = np.random.default_rng(7)
+    b = rng.normal(1000, 50, 600)
+    same = rng.normal(1000, 50, 600)
+    ratio, low, high = stats.bootstrap_ratio(same, b)
+    assert low < 1 < high and low < ratio < high
+    ratio, low, high = stats.bootstrap_ratio(same * 1.05, b)
+    assert low > 1 and ratio == pytest.approx(1.05, abs=0.02)
+    ratio, low, high = stats.bootstrap_ratio(same * 0.95, b)
+    assert high < 1
+    assert stats.bootstrap_ratio(same, b) == stats.bootstrap_ratio(same, b)  # fixed seed
+
+
+def test_block_bootstrap_is_wider_for_autocorrelated_intervals():
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 1, 2000)
+    series = np.empty(2000)
+    series[0] = 0
+    for i in range(1, 2000):  # AR(1), strongly autocorrelated
+        series[i] = 0.95 * series[i - 1] + noise[i]
+    a, b = 1000 + 10 * series[:1000], 1000 + 10 * series[1000:]
+    _, low_iid, high_iid = stats.bootstrap_ratio(a, b, block=1)
+    _, low_block, high_block = stats.bootstrap_ratio(a, b, block=20)
+    assert high_block - low_block > 1.5 * (high_iid - low_iid)
+
+
+def _cells(tmp_path, *trials):
+    run = tmp_path / "run"
+    for trial in trials:
+        write_trial(run, trial)
+    loaded = frame.load(run)
+    return loaded, stats.cells(loaded).set_index("trial")
+
+
+def test_clean_cell_figures_and_no_flag(tmp_path):
+    tps = steady(60, 1000.0, 0.05, seed=2)
+    _, cells = _cells(tmp_path, Trial(tps=tps, warmup_s=10, device_kb_per_trx=6.0, innodb_bytes_per_trx=3000.0))
+    row = cells.iloc[0]
+    measured = np.array(tps[10:])
+    assert row["intervals_measured"] == 50
+    assert row["throughput_median"] == pytest.approx(np.median(measured))
+    assert row["throughput_cov"] == pytest.approx(np.std(measured, ddof=1) / np.mean(measured))
+    assert row["device_bytes_per_trx"] == pytest.approx(6 * 1024, rel=1e-3)
+    assert row["innodb_bytes_per_trx"] == pytest.approx(3000, rel=0.02)
+    assert row["write_amplification"] == pytest.approx(6 * 1024 / 3000, rel=0.02)
+    assert row["cpu_id"] == 20 and row["cpu_wa"] == 10
+    assert not row["flagged"] and row["flags"] == ""
+
+
+def test_every_flag_with_its_reason(tmp_path):
+    base = {"warmup_s": 5}
+    stalled = steady(40, seed=1)
+    stalled[10:13] = [0.0, 0.0, 0.0]
+    stalled[30] = 0.0
+    _, cells = _cells(
+        tmp_path,
+        Trial(tps=stalled, variant="S", **base),
+        Trial(tps=steady(40), variant="R", reconn_s=[0.0] * 20 + [1.0] + [0.0] * 19, **base),
+        Trial(tps=steady(40), variant="E", err_s=20.0, **base),        # 2 % of 1000 tps
+        Trial(tps=steady(40), variant="e", err_s=2.0, **base),         # 0.2 %: reported, not flagged
+        Trial(tps=steady(40), variant="H", measured_asked_s=60, **base),
+        Trial(tps=steady(40), variant="B", device_reads_s=0.0, **base),
+        Trial(tps=steady(40), variant="U", cpu=(70.0, 28.0, 2.0, 0.0), **base),
+        Trial(tps=steady(40), variant="F", status="failed", reasons=["server died"], **base),
+    )
+    flags = {trial.split("/")[3]: text for trial, text in cells["flags"].items()}
+    assert flags["S"] == "stalls: 4 intervals in 2 episodes (longest 3 s)"
+    assert flags["R"] == "reconnects: 1"
+    assert re.fullmatch(r"errors: 2\.0\d% of transactions \(above 1%\)", flags["E"])
+    assert flags["e"] == ""
+    assert cells.loc[cells.index.str.contains("/e/"), "errors_per_s"].item() == 2.0
+    assert flags["H"] == "short: 35 s measured of 60 s asked"
+    assert flags["B"] == "buffer pool holds the dataset: device reads 0/s"
+    assert flags["U"] == "CPU-bound: idle 2 %, iowait 0 %"
+    assert flags["F"] == "trial failed: server died"
+
+
+def test_compare_matches_configurations_and_marks_only_real_differences(tmp_path):
+    def run(name, level_by_bp, seed):
+        for number, (bp, level) in enumerate(level_by_bp.items()):
+            write_trial(tmp_path / name, Trial(tps=steady(200, level, 0.05, seed=seed + number), bp_size=bp,
+                                               warmup_s=10, seed=seed + number))
+        loaded = frame.load(tmp_path / name)
+        return loaded, stats.cells(loaded)
+
+    a = run("a", {"64M": 1000.0, "256M": 1300.0, "1G": 900.0}, 10)
+    b = run("b", {"64M": 1000.0, "256M": 1000.0, "4G": 900.0}, 50)
+    table = stats.compare(*a, *b)
+    rows = {row.bp_size: row for row in table.itertuples()}
+    assert [row.bp_size for row in table.itertuples()] == ["64M", "256M", "1G", "4G"]  # by size
+    assert not rows["64M"].differs and rows["64M"].ci_low < 1 < rows["64M"].ci_high
+    assert rows["256M"].differs and rows["256M"].ratio == pytest.approx(1.3, abs=0.02)
+    assert rows["1G"].only_in == "A" and rows["4G"].only_in == "B" and not rows["1G"].differs
