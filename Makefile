@@ -14,6 +14,11 @@ $(STAMP)/os: | $(STAMP)
 	@command -v git >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git
 	touch $@
 
+# The report test opens report.html in a real browser.
+$(STAMP)/test-os: $(STAMP)/os
+	command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+	touch $@
+
 $(STAMP)/venv: requirements.txt pyproject.toml $(STAMP)/os
 	python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt -e .
@@ -39,7 +44,7 @@ unit: venv
 e2e: root venv
 	$(BIN)/pytest -q -x tests/e2e
 
-test: root lint
+test: root lint $(STAMP)/test-os
 	$(BIN)/pytest -q tests
 
 bench: root venv

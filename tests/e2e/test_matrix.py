@@ -79,6 +79,8 @@ def test_reduced_matrix_runs_every_cell(env):
     for fs in ("ext4", "xfs"):
         datasets = list((env.run_dir / "localhost" / fs / "oltp").glob("dataset-*/dataset.json"))
         assert len(datasets) == 1, "one load per filesystem"
+    assert (env.run_dir / "report.html").stat().st_size > 10_000  # written after the last cell
+    assert f"report: {env.run_dir / 'report.html'}" in done.stdout
     run = json.loads((env.run_dir / "run.json").read_text())
     assert run["run_name"] == "e2e" and len(run["sessions"]) == 1
     host = json.loads((env.run_dir / "localhost" / "host.json").read_text())

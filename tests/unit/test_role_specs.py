@@ -18,7 +18,7 @@ PLAYBOOK = ROOT / "playbooks" / "matrix.yml"
 
 ROLES = sorted(p.name for p in ROLES_DIR.iterdir() if p.is_dir())
 # Knobs that reach the preflight role as its own options rather than inside preflight_knobs.
-PASSED_SEPARATELY = {"device", "wipe_device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb"}
+PASSED_SEPARATELY = {"device", "wipe_device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb", "report"}
 
 TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,),
@@ -170,7 +170,7 @@ def test_the_knobs() -> None:
         "device", "wipe_device", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads",
         "repeats", "warmup", "duration", "report_interval", "oltp_tables", "oltp_table_size", "oltp_rand_type",
         "oltp_percentile", "mysql_flavor", "mycnf_overrides", "run_name", "results_dir", "force", "io_scheduler",
-        "read_ahead_kb",
+        "read_ahead_kb", "report",
     ]
 
 
