@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import (
-    Server, TrialError, bench_credentials, iso, publish, run, sysbench_argv, utcnow, write_cnf, write_driver_config,
+    Server, TrialError, bench_credentials, iso, publish, staging, run, sysbench_argv, utcnow, write_cnf, write_driver_config,
     write_json,
 )
 
@@ -121,10 +121,7 @@ def main() -> None:
     # The load's record is written aside and published whole: a reload (the filesystem was
     # made again) keeps the earlier record beside the new one.
     log_dir = Path(p["log_dir"])
-    log_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = log_dir.with_name(f".{log_dir.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp = staging(log_dir)
     loading = Path(p["mountpoint"]) / "loading"
     shutil.rmtree(loading, ignore_errors=True)
     try:

@@ -28,7 +28,6 @@ author: innomatrix
 """
 
 import datetime as dt
-import os
 import shlex
 import shutil
 import signal
@@ -37,9 +36,8 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import (
-    Collectors, Server, TrialError, bench_credentials, drop_caches, end, iso, publish, restore, spawn, sysbench_argv,
-    tail, write_driver_config,
-    utcnow, write_cnf, write_json,
+    Collectors, Server, TrialError, bench_credentials, drop_caches, end, iso, publish, restore, spawn, staging,
+    sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_sysbench import parse_output, summarize
 
@@ -111,8 +109,13 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     log = tmp / "driver.log"
     if not log.exists():
         return
-    parsed = parse_output(log.read_text(errors="replace"))
-    summary = summarize(parsed["intervals"], cell["warmup"], cell["report_interval"])
+    try:
+        parsed = parse_output(log.read_text(errors="replace"))
+        summary = summarize(parsed["intervals"], cell["warmup"], cell["report_interval"])
+    except ValueError as exc:
+        trial["status"] = "failed"
+        trial["reasons"].append(f"driver.log cannot be read: {exc}")
+        return
     trial["summary"] = summary
     trial["driver_summary"] = parsed["summary"]
     if parsed.get("fatal"):
@@ -148,10 +151,7 @@ def main() -> None:
         module.exit_json(changed=True, msg=f"would run {cell['id']}")
 
     final = Path(p["run_dir"]) / cell["path"]
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    tmp = staging(final)
     trial = {
         "schema": 1,
         "key": cell["key"],

@@ -230,6 +230,15 @@ def restore(pristine: Path, datadir: Path) -> tuple[float, str]:
     return time.monotonic() - started, method
 
 
+def staging(final: Path) -> Path:
+    """An empty hidden sibling of `final` to fill, then publish(): a reader never sees half of it."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    return tmp
+
+
 def publish(tmp: Path, final: Path) -> str | None:
     """Move a finished directory into place atomically; an earlier one is kept beside it, renamed.
 

@@ -24,13 +24,24 @@ MBR_SIGNATURE = b"\x55\xaa"
 
 
 def checksum(path: Path) -> str:
+    """The bytes of a backing file; for a device the kernel itself writes to while it is in use
+    (mounted, active swap), its signatures instead: what mkfs or wipefs would have changed."""
     if not path.exists() or path.is_dir() or path.is_char_device():
         return "-"
+    device = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", str(path)], capture_output=True, text=True).stdout.split()
+    if device and _in_use(device[0]):
+        signature = subprocess.run(["blkid", "-p", "-o", "export", device[0]], capture_output=True, text=True).stdout
+        return "signature " + hashlib.sha256(signature.encode()).hexdigest()[:16]
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()[:16]
+
+
+def _in_use(device: str) -> bool:
+    mounted = subprocess.run(["findmnt", "-S", device], capture_output=True).returncode == 0
+    return mounted or device in Path("/proc/swaps").read_text()
 
 
 class Loops:

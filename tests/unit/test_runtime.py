@@ -1,0 +1,52 @@
+"""The target-side runtime (module_utils): the pieces that need no server or device."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import stat
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("innomatrix_runtime", ROOT / "module_utils/innomatrix_runtime.py")
+runtime = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(runtime)
+
+OLTP = {"tables": 4, "table_size": 1000}
+
+
+def test_driver_never_ignores_all_errors_and_takes_credentials_from_a_file(tmp_path):
+    argv = runtime.sysbench_argv(OLTP, tmp_path / "driver.cnf", 8, ["run"])
+    assert not any(arg.startswith("--mysql-ignore-errors") for arg in argv)
+    assert f"--config-file={tmp_path / 'driver.cnf'}" in argv
+    assert not any("password" in arg or "--mysql-user" in arg for arg in argv)
+    assert argv[-1] == "run" and "--threads=8" in argv
+
+
+def test_driver_config_is_private(tmp_path):
+    config = tmp_path / "driver.cnf"
+    runtime.write_driver_config(config, "/run/s.sock", {"user": "innomatrix", "password": "s3cret"})
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert config.read_text().splitlines() == [
+        "mysql-socket=/run/s.sock", "mysql-user=innomatrix", "mysql-password=s3cret"]
+
+
+def test_publish_keeps_an_earlier_result_beside_the_new_one(tmp_path):
+    final = tmp_path / "r1"
+    final.mkdir()
+    (final / "trial.json").write_text(json.dumps({"status": "failed"}))
+    tmp = tmp_path / ".r1.tmp-1"
+    tmp.mkdir()
+    (tmp / "trial.json").write_text(json.dumps({"status": "ok"}))
+    kept = runtime.publish(tmp, final)
+    assert kept.startswith("r1.failed-")
+    assert json.loads((final / "trial.json").read_text())["status"] == "ok"
+    assert json.loads((tmp_path / kept / "trial.json").read_text())["status"] == "failed"
+    assert not tmp.exists()
+
+
+def test_publish_names_an_earlier_record_that_is_not_a_trial(tmp_path):
+    final, tmp = tmp_path / "dataset-k", tmp_path / ".dataset-k.tmp-1"
+    final.mkdir()
+    tmp.mkdir()
+    assert runtime.publish(tmp, final).startswith("dataset-k.earlier-")
