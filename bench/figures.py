@@ -35,11 +35,13 @@ RESULTS = ROOT / "results"
 
 def play(*extra: str) -> list[dict]:
     """Run the playbook with the JSON callback; return its task records."""
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CALLBACKS_ENABLED="")
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     done = subprocess.run([*PLAYBOOK, *extra], cwd=ROOT, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         sys.exit(f"playbook failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
-    return [task for play_ in json.loads(done.stdout)["plays"] for task in play_["tasks"]]
+    # The JSON document, whatever other callbacks (profile_tasks) print around it.
+    document, _ = json.JSONDecoder().raw_decode(done.stdout[done.stdout.index("{"):])
+    return [task for play_ in document["plays"] for task in play_["tasks"]]
 
 
 def _moment(text: str) -> float:

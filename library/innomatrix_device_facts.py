@@ -213,6 +213,9 @@ def probe(p: dict) -> dict:
         allowed = {facts["identity"], facts["identity"].split(":", 1)[1]}
         if p["wipe_device"] and p["wipe_device"] in allowed:
             facts["wipe"] = True
+        elif reasons:
+            # wipe_device cannot lift the reasons above: don't suggest it.
+            reasons.append(f"{shown} holds signatures the suite did not write ({what})")
         else:
             reasons.append(
                 f"{shown} holds signatures the suite did not write ({what}); to wipe it, pass "
