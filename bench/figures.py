@@ -41,6 +41,7 @@ def play(*extra: str) -> list[dict]:
         sys.exit(f"playbook failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     # The JSON document, whatever other callbacks (profile_tasks) print around it.
     document, _ = json.JSONDecoder().raw_decode(done.stdout[done.stdout.index("{"):])
+    (RESULTS / "bench-ansible.json").write_text(json.dumps(document))
     return [task for play_ in document["plays"] for task in play_["tasks"]]
 
 
@@ -53,7 +54,8 @@ def fixed_costs(tasks: list[dict], warmup: int, duration: int) -> list[float]:
     minus warmup and duration. Task names in the JSON record are the unrendered templates."""
     spans, start = [], None
     for task in tasks:
-        name, times = task["task"]["name"], task["task"]["duration"]
+        # "role : name", the name unrendered.
+        name, times = task["task"]["name"].split(" : ", 1)[-1], task["task"]["duration"]
         if name.startswith("Trial | progress"):
             start = _moment(times["start"])
         elif name.startswith("Trial | count it") and start is not None:
