@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 
 from e2e_env import NEEDS_ROOT, PLAYBOOK, PS, ROOT, ok, trials_of
@@ -44,14 +45,25 @@ def _kill_later(env, needle: str, sig: int, after: float) -> threading.Thread:
     return thread
 
 
-def _collectors() -> set[int]:
+def _collectors(env) -> list[int]:
+    """vmstat and iostat processes started for this environment's trials (their environment says so)."""
+    found = []
+    for pid in _pids_matching("vmstat -n -t") + _pids_matching("iostat -o JSON"):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if f"INNOMATRIX_TRIAL={env.base}".encode() in environ:
+            found.append(pid)
+    return found
+
+
+def _pids_matching(needle: str) -> list[int]:
     listing = subprocess.run(PS, capture_output=True, text=True).stdout
-    return {int(line.split()[0]) for line in listing.splitlines()[1:]
-            if "vmstat -n -t" in line or "iostat -o JSON" in line}
+    return [int(line.split()[0]) for line in listing.splitlines()[1:] if needle in line]
 
 
 def test_server_killed_mid_trial_fails_that_cell_and_the_next_runs(env):
-    collectors_before = _collectors()
     watcher = _kill_later(env, "mariadbd --defaults-file", signal.SIGKILL, after=5)
     done = env.play(*LONG, "-e", "run_name=server-killed", "-e", "threads=2,3")
     watcher.join(timeout=5)
@@ -61,7 +73,7 @@ def test_server_killed_mid_trial_fails_that_cell_and_the_next_runs(env):
     assert killed["status"] == "failed"
     assert killed["reasons"][0].startswith("server died during the trial"), killed["reasons"]
     assert next_cell["status"] == "ok"
-    assert env.stray_processes() == [] and _collectors() <= collectors_before
+    assert env.stray_processes() == [] and _collectors(env) == []
 
 
 def test_driver_killed_mid_trial_fails_that_cell(env):
@@ -76,7 +88,6 @@ def test_driver_killed_mid_trial_fails_that_cell(env):
 
 
 def test_ctrl_c_mid_cell_stops_everything_and_the_rerun_resumes(env):
-    collectors_before = _collectors()
     knobs = [*LONG, "-e", "run_name=interrupted", "-e", "threads=2,3"]
     argv = [str(PLAYBOOK), "matrix.yml", "-e", f"@{env.vars_file}", *knobs]
     # Its own process group, as in a terminal: Ctrl-C reaches ansible-playbook and its children.
@@ -90,7 +101,7 @@ def test_ctrl_c_mid_cell_stops_everything_and_the_rerun_resumes(env):
     play.wait(timeout=120)
     time.sleep(2)
     assert env.stray_processes() == []
-    assert _collectors() <= collectors_before
+    assert _collectors(env) == []
     run_dir = env.results / "interrupted"
     assert trials_of(run_dir) == {}, "an interrupted cell never leaves a trial.json"
     assert list(run_dir.rglob(".r1.tmp-*")) == []
