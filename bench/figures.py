@@ -87,7 +87,8 @@ def by_hand(trial_dir: Path, pristine: Path, device: str) -> float:
         subprocess.run(["cp", "-a", "--reflink=auto", str(pristine), str(datadir)], check=True)
         os.sync()
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
-        socket = trial["driver"]["command"].split("--mysql-socket=")[1].split()[0]
+        socket = next(line.split("=", 1)[1].strip() for line in (trial_dir / "my.cnf").read_text().splitlines()
+                      if line.startswith("socket"))
         server = subprocess.Popen(["mariadbd", f"--defaults-file={trial_dir / 'my.cnf'}"], start_new_session=True,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -122,5 +123,8 @@ def fidelity(pairs: int = 3) -> None:
 
 
 if __name__ == "__main__":
-    figures_from_matrix()
-    fidelity()
+    parts = sys.argv[1:] or ["matrix", "fidelity"]
+    if "matrix" in parts:
+        figures_from_matrix()
+    if "fidelity" in parts:
+        fidelity()
