@@ -51,10 +51,11 @@ bench: root venv
 	$(BIN)/python bench/figures.py
 
 # make molecule: each role's Molecule scenario and the whole matrix once, in podman containers
-# of a Debian 12 image built here (tests/molecule/image.sh: rebuilt only when the script or the
-# host's mirror changes). Prints the seconds each scenario took.
+# of Debian 12 images built here (tests/molecule/image.sh: rebuilt only when the script or the
+# host's mirror changes). Scenarios run MOLECULE_JOBS at a time; logs and the seconds each took
+# go to .make/molecule/.
 .PHONY: molecule
-MOLECULE_SCENARIOS = $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard tests/molecule/*/molecule.yml))))
+MOLECULE_JOBS ?= 2
 
 $(STAMP)/molecule-os: | $(STAMP)
 	@command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null \
@@ -64,11 +65,8 @@ $(STAMP)/molecule-os: | $(STAMP)
 
 molecule: root venv $(STAMP)/molecule-os
 	tests/molecule/image.sh
-	@cd tests && times="" && for scenario in $(MOLECULE_SCENARIOS); do \
-	  started=$$SECONDS; \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" molecule --base-config molecule/base.yml test --scenario-name $$scenario || exit 1; \
-	  times+="$$(printf '  %-22s %4d s' $$scenario $$((SECONDS - started)))"$$'\n'; \
-	done && printf 'molecule: seconds per scenario\n%s  %-22s %4d s\n' "$$times" total $$SECONDS
+	PATH="$(CURDIR)/$(BIN):$$PATH" MOLECULE_JOBS=$(MOLECULE_JOBS) MOLECULE_LOGS=$(CURDIR)/$(STAMP)/molecule \
+	  tests/molecule/run.sh
 
 clean:
 	rm -rf $(VENV) $(STAMP)
