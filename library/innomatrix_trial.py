@@ -31,6 +31,7 @@ import datetime as dt
 import shlex
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
         driver = spawn(argv, tmp / "driver.log")
         try:
             code = driver.wait(timeout=cell["warmup"] + cell["duration"] + DRIVER_GRACE_S)
-        except Exception:
+        except subprocess.TimeoutExpired:
             end(driver, first=signal.SIGINT)
             raise TrialError("sysbench did not finish in time and was stopped")
         trial["times"]["ended"] = iso(utcnow())
