@@ -1,5 +1,6 @@
 # make demo: a bare Debian 12 machine (as root) → a finished demo matrix on a loop-file device.
-# make test: lint, unit tests and the end-to-end matrix on a loop device with MariaDB + sysbench.
+# make test: lint, unit tests, the end-to-end matrix on a loop device with MariaDB + sysbench,
+# and every Molecule scenario in podman containers.
 SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
@@ -46,6 +47,7 @@ e2e: root venv
 
 test: root lint $(STAMP)/test-os
 	$(BIN)/pytest -q tests
+	$(MAKE) --no-print-directory molecule
 
 bench: root venv
 	$(BIN)/python bench/figures.py
