@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from innomatrix import fileio
 from innomatrix import knobs as k
 from innomatrix import mycnf
 
@@ -123,24 +124,37 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
             "rand_type": rand_type,
             "percentile": k.positive_int("oltp_percentile", knobs.get("oltp_percentile", 95)),
         },
+        "fileio": fileio.normalise(knobs) if "fileio" in workloads else None,
         "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},
         "force": k.truthy(knobs.get("force", False)),
     }
 
 
 def space_needed(spec: dict[str, Any]) -> int:
-    """Bytes the device must hold: the pristine dataset and the trial's copy, each with its redo
-    log, plus a tenth for headroom (estimated: the device is checked before anything is loaded)."""
-    rows = spec["oltp"]["tables"] * spec["oltp"]["table_size"]
-    redo_text = next((v for n, v in spec["mycnf_overrides"].items()
-                      if mycnf.normalize_name(n) == "innodb_log_file_size"), None)
-    redo = k.parse_size("innodb_log_file_size", redo_text) if redo_text else BASE_REDO_BYTES
-    copy = rows * OLTP_BYTES_PER_ROW + SYSTEM_TABLESPACE_BYTES + redo
-    return int(2 * copy * 1.1)
+    """Bytes the device must hold (estimated: the device is checked before anything is loaded):
+    for OLTP the pristine dataset and the trial's copy, each with its redo log, plus a tenth for
+    headroom; for fileio its test files, which share the filesystem with the datasets."""
+    needed = 0
+    if "oltp" in spec["workloads"]:
+        rows = spec["oltp"]["tables"] * spec["oltp"]["table_size"]
+        redo_text = next((v for n, v in spec["mycnf_overrides"].items()
+                          if mycnf.normalize_name(n) == "innodb_log_file_size"), None)
+        redo = k.parse_size("innodb_log_file_size", redo_text) if redo_text else BASE_REDO_BYTES
+        copy = rows * OLTP_BYTES_PER_ROW + SYSTEM_TABLESPACE_BYTES + redo
+        needed += int(2 * copy * 1.1)
+    if spec["fileio"]:
+        needed += fileio.space_needed(spec["fileio"])
+    return needed
 
 
 def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict[str, Any]:
-    scale = {"tables": spec["oltp"]["tables"], "table_size": spec["oltp"]["table_size"]}
+    if workload == "fileio":
+        # sysbench's test files: no server is involved, so its version is not part of the identity.
+        scale = {"total_size": spec["fileio"]["total_size"], "file_num": spec["fileio"]["file_num"]}
+        server = None
+    else:
+        scale = {"tables": spec["oltp"]["tables"], "table_size": spec["oltp"]["table_size"]}
+        server = [ctx.server_flavor, ctx.server_version]
     identity = {
         "host": ctx.host,
         "device": ctx.device_id,
@@ -148,7 +162,7 @@ def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict
         "mkfs_options": spec["mkfs_options"][fs],
         "workload": workload,
         "scale": scale,
-        "server": [ctx.server_flavor, ctx.server_version],
+        "server": server,
     }
     return {"workload": workload, "scale": scale, "key": digest(identity)}
 
@@ -190,6 +204,60 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
     }
 
 
+def _fileio_cell(spec, ctx, fs, dataset, test, block_bytes, threads, repeat) -> dict[str, Any]:
+    """A raw-device cell: its path puts the sub-test where OLTP puts the variant and the block
+    size (bs-) where OLTP puts the buffer pool (bp-)."""
+    label = k.size_label(block_bytes)
+    path = f"{ctx.host}/{fs}/fileio/{test}/bs-{label}/t{threads}/r{repeat}"
+    timing = fileio.timing(test, spec["fileio"], spec["warmup"], spec["duration"], spec["report_interval"])
+    options = fileio.driver_options(test, block_bytes, spec["fileio"])
+    inputs = {
+        "schema": SCHEMA,
+        "dataset": dataset["key"],
+        "mount_options": spec["mount_options"][fs],
+        "fileio": options,
+        "threads": threads,
+        **timing,
+        "driver": ctx.driver_version,
+        "repeat": repeat,
+    }
+    return {
+        "id": path.split("/", 1)[1],
+        "path": path,
+        "key": digest(inputs),
+        "host": ctx.host,
+        "filesystem": fs,
+        "workload": "fileio",
+        "dataset": dataset,
+        "variant": test,
+        "bp_size": None,
+        "bp_bytes": None,
+        "block_size": label,
+        "threads": threads,
+        "repeat": repeat,
+        **timing,
+        "fileio": options,
+    }
+
+
+def _workload_cells(spec, ctx, fs, dataset) -> list[dict[str, Any]]:
+    repeats = range(1, spec["repeats"] + 1)
+    if dataset["workload"] == "fileio":
+        return [
+            _fileio_cell(spec, ctx, fs, dataset, test, block, threads, repeat)
+            for test in spec["fileio"]["tests"]
+            for block, threads in fileio.points(test, spec["fileio"], spec["threads"])
+            for repeat in repeats
+        ]
+    return [
+        _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat)
+        for variant in spec["variants"]
+        for bp in spec["bp_sizes"]
+        for threads in spec["threads"]
+        for repeat in repeats
+    ]
+
+
 def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The ordered cells of the matrix, split into the ones to run and the ones already done.
 
@@ -199,14 +267,9 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
     cells, conflicts = [], []
     for fs in spec["filesystems"]:
         for workload in spec["workloads"]:
-            dataset = _dataset(spec, ctx, fs, workload)
-            for variant in spec["variants"]:
-                for bp in spec["bp_sizes"]:
-                    for threads in spec["threads"]:
-                        for repeat in range(1, spec["repeats"] + 1):
-                            cell = _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat)
-                            cell["state"] = _state(cell, finished.get(cell["path"]), spec["force"], conflicts)
-                            cells.append(cell)
+            for cell in _workload_cells(spec, ctx, fs, _dataset(spec, ctx, fs, workload)):
+                cell["state"] = _state(cell, finished.get(cell["path"]), spec["force"], conflicts)
+                cells.append(cell)
     if conflicts:
         raise PlanError(
             f"{len(conflicts)} finished cell(s) were measured with other inputs (first: {conflicts[0]}); "

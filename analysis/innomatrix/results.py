@@ -7,15 +7,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-# <host>/<fs>/<workload>/<variant>/bp-<size>/t<threads>/r<repeat>: anything else under a run
+# <host>/<fs>/<workload>/<variant>/bp-<size>/t<threads>/r<repeat>, and for fileio
+# <host>/<fs>/fileio/<sub-test>/bs-<block size>/t<threads>/r<repeat>: anything else under a run
 # (earlier attempts moved aside, temporary directories of an interrupted cell) is not a trial.
-TRIAL_DIR = re.compile(r"^[^/]+/[^/]+/[^/]+/[^/]+/bp-[^/]+/t\d+/r\d+$")
+TRIAL_DIR = re.compile(r"^[^/]+/[^/]+/[^/]+/[^/]+/b[ps]-[^/]+/t\d+/r\d+$")
 
 
 def trial_dirs(run_dir: Path) -> list[Path]:
     """Every trial directory under a run that has a trial.json, in path order."""
     found = []
-    for trial_json in sorted(run_dir.glob("*/*/*/*/bp-*/t*/r*/trial.json")):
+    for trial_json in sorted(run_dir.glob("*/*/*/*/b[ps]-*/t*/r*/trial.json")):
         relative = trial_json.parent.relative_to(run_dir).as_posix()
         if TRIAL_DIR.match(relative):
             found.append(trial_json.parent)

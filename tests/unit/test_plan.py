@@ -122,6 +122,7 @@ def test_normalise_gives_the_canonical_form() -> None:
         "duration": 60,
         "report_interval": 1,
         "oltp": {"tables": 8, "table_size": 1000, "rand_type": "pareto", "percentile": 95},
+        "fileio": None,
         "mycnf_overrides": {"innodb_io_capacity": "2000"},
         "force": True,
     }
@@ -182,8 +183,8 @@ BAD_KNOBS = [
     ({"filesystems": "ext4,btrfs"}, KnobError, "filesystems: unknown btrfs; accepted: ext4, xfs"),
     ({"filesystems": []}, KnobError, "filesystems is empty; accepted: ext4, xfs"),
     ({"filesystems": "ext4,ext4"}, KnobError, "filesystems='ext4,ext4' names a value twice; list each once"),
-    ({"workloads": "tpcc"}, KnobError, "workloads: unknown tpcc; accepted: oltp"),
-    ({"workloads": None}, KnobError, "workloads is empty; accepted: oltp"),
+    ({"workloads": "tpcc"}, KnobError, "workloads: unknown tpcc; accepted: oltp, fileio"),
+    ({"workloads": None}, KnobError, "workloads is empty; accepted: oltp, fileio"),
     ({"variants": "A,Z"}, KnobError, "variants: unknown Z; accepted: A, B, C"),
     ({"variants": ""}, KnobError, "variants is empty; accepted: A, B, C"),
     ({"variants": ["B", "B"]}, KnobError, "variants=['B', 'B'] names a value twice; list each once"),

@@ -1,0 +1,139 @@
+"""The raw-device workload: sysbench fileio sub-tests as matrix cells, before MySQL is involved.
+
+The posts measured the device alone in four ways; each is a sub-test here and each of its
+(block size, threads) points is one cell with a key, resumable like any other:
+- async random write and random read at the InnoDB page size, with O_DIRECT, for hours at a
+  report interval, to expose stalls (they use the matrix's warmup, duration and `threads`);
+- a synchronous random-read thread sweep 1, 2, 4 … `fileio_threads_max`, for p95 and p99;
+- JDevelopment's block-size × threads table, random read and random write;
+- sequential read and write.
+Everything here is pure: knobs in, cell parameters out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from innomatrix import knobs as k
+
+# The posts' layout: 64 files, fsync off, O_DIRECT (the device, not the page cache, is measured).
+FILE_NUM = 64
+EXTRA_FLAGS = "direct"
+# Sequential bandwidth is measured with large requests from one thread, like dd.
+SEQUENTIAL_BLOCK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class SubTest:
+    mode: str  # sysbench --file-test-mode
+    io_mode: str  # sysbench --file-io-mode
+    threads: str  # where the thread counts come from: matrix | sweep | table | one
+    blocks: str  # where the block sizes come from: page | table | sequential
+    long: bool  # timed by warmup/duration (stall hunting) rather than fileio_step_duration
+
+
+SUBTESTS: dict[str, SubTest] = {
+    "async-rndwr": SubTest("rndwr", "async", threads="matrix", blocks="page", long=True),
+    "async-rndrd": SubTest("rndrd", "async", threads="matrix", blocks="page", long=True),
+    "sync-rndrd": SubTest("rndrd", "sync", threads="sweep", blocks="page", long=False),
+    "table-rndrd": SubTest("rndrd", "sync", threads="table", blocks="table", long=False),
+    "table-rndwr": SubTest("rndwr", "sync", threads="table", blocks="table", long=False),
+    "seqrd": SubTest("seqrd", "sync", threads="one", blocks="sequential", long=False),
+    "seqwr": SubTest("seqwr", "sync", threads="one", blocks="sequential", long=False),
+}
+
+
+def _sizes(name: str, value: Any) -> list[int]:
+    texts = k.as_list(name, value)
+    if not texts:
+        raise k.KnobError(f"{name} is empty; give at least one size, e.g. {name}=4K,16K")
+    return k.distinct(name, texts, [k.parse_size(name, text) for text in texts])
+
+
+def _counts(name: str, value: Any) -> list[int]:
+    texts = k.as_list(name, value)
+    if not texts:
+        raise k.KnobError(f"{name} is empty; give at least one thread count, e.g. {name}=1,10,40")
+    return k.distinct(name, texts, [k.positive_int(name, text) for text in texts])
+
+
+def normalise(knobs: dict[str, Any]) -> dict[str, Any]:
+    """The fileio knobs in canonical form; raises KnobError naming the bad one."""
+    tests = k.choose("fileio_tests", k.as_list("fileio_tests", knobs.get("fileio_tests")), list(SUBTESTS))
+    block_size = k.parse_size("fileio_block_size", knobs.get("fileio_block_size"))
+    block_sizes = sorted(_sizes("fileio_block_sizes", knobs.get("fileio_block_sizes")))
+    for size in (block_size, *block_sizes):
+        if size % 512:
+            raise k.KnobError(f"fileio block size {size} is not a multiple of 512 bytes; O_DIRECT needs whole sectors")
+    total = k.parse_size("fileio_total_size", knobs.get("fileio_total_size"))
+    largest = max(block_size, *block_sizes, SEQUENTIAL_BLOCK_BYTES)
+    if total < FILE_NUM * largest:
+        raise k.KnobError(
+            f"fileio_total_size={knobs.get('fileio_total_size')} is too small for {FILE_NUM} files of at least "
+            f"one {k.size_label(largest)} block each; give at least {k.size_label(FILE_NUM * largest)}"
+        )
+    return {
+        "tests": tests,
+        "total_size": total,
+        "file_num": FILE_NUM,
+        "block_size": block_size,
+        "block_sizes": block_sizes,
+        "threads_max": k.positive_int("fileio_threads_max", knobs.get("fileio_threads_max")),
+        "table_threads": sorted(_counts("fileio_table_threads", knobs.get("fileio_table_threads"))),
+        "step_duration": k.positive_int("fileio_step_duration", knobs.get("fileio_step_duration")),
+    }
+
+
+def sweep(threads_max: int) -> list[int]:
+    """1, 2, 4 … up to threads_max, and threads_max itself when it is not a power of two."""
+    counts, n = [], 1
+    while n < threads_max:
+        counts.append(n)
+        n *= 2
+    return [*counts, threads_max]
+
+
+def points(test: str, fileio: dict[str, Any], matrix_threads: list[int]) -> list[tuple[int, int]]:
+    """The (block bytes, threads) cells of one sub-test, in the order they run."""
+    sub = SUBTESTS[test]
+    blocks = {
+        "page": [fileio["block_size"]],
+        "table": fileio["block_sizes"],
+        "sequential": [SEQUENTIAL_BLOCK_BYTES],
+    }[sub.blocks]
+    threads = {
+        "matrix": matrix_threads,
+        "sweep": sweep(fileio["threads_max"]),
+        "table": fileio["table_threads"],
+        "one": [1],
+    }[sub.threads]
+    return [(block, n) for block in blocks for n in threads]
+
+
+def timing(test: str, fileio: dict[str, Any], warmup: int, duration: int, report_interval: int) -> dict[str, int]:
+    """Long sub-tests hunt stalls over the matrix's warmup and duration; the sweeps are short steps."""
+    if SUBTESTS[test].long:
+        return {"warmup": warmup, "duration": duration, "report_interval": report_interval}
+    step = fileio["step_duration"]
+    return {"warmup": 0, "duration": step, "report_interval": min(report_interval, step)}
+
+
+def driver_options(test: str, block_bytes: int, fileio: dict[str, Any]) -> dict[str, Any]:
+    """What the trial hands sysbench for this cell (the cell carries it; the key hashes it)."""
+    sub = SUBTESTS[test]
+    return {
+        "test": test,
+        "mode": sub.mode,
+        "io_mode": sub.io_mode,
+        "block_bytes": block_bytes,
+        "total_size": fileio["total_size"],
+        "file_num": fileio["file_num"],
+        "extra_flags": EXTRA_FLAGS,
+        "fsync_freq": 0,
+    }
+
+
+def space_needed(fileio: dict[str, Any]) -> int:
+    """The test files plus a tenth of headroom (the filesystem's own metadata)."""
+    return int(fileio["total_size"] * 1.1)
