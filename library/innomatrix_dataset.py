@@ -11,6 +11,8 @@ description:
     the server down slowly (so the copy holds no pending purge or change-buffer work) and moves
     the datadir to C(pristine/<key>) on the same filesystem.
   - A pristine copy with a completion marker for the same key is reused; nothing is loaded.
+  - For the fileio workload the "dataset" is sysbench fileio's test files, prepared once per
+    filesystem without a server; trials read and write them in place.
 options:
   dataset: {description: The dataset of the plan (key, workload, scale), type: dict, required: true}
   oltp: {description: sysbench OLTP options of the plan, type: dict, required: true}
@@ -35,8 +37,8 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import (
-    Server, TrialError, bench_credentials, iso, publish, staging, run, sysbench_argv, utcnow, write_cnf, write_driver_config,
-    write_json,
+    Server, TrialError, bench_credentials, fileio_argv, iso, publish, staging, run, sysbench_argv, utcnow, write_cnf,
+    write_driver_config, write_json,
 )
 
 MARKER = ".innomatrix-dataset.json"
@@ -82,15 +84,44 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     }
 
 
+def prepare_files(p: dict, loading: Path, log_dir: Path) -> dict:
+    """sysbench fileio prepare: the test files every fileio cell of this filesystem uses."""
+    scale = p["dataset"]["scale"]
+    # Only the size and the file count shape the files; mode and block size matter to the runs.
+    options = {"total_size": scale["total_size"], "file_num": scale["file_num"], "block_bytes": 16384,
+               "mode": "seqwr", "io_mode": "sync", "extra_flags": "direct", "fsync_freq": 0}
+    argv = fileio_argv(options, 1, ["prepare"])
+    loading.mkdir(parents=True)
+    started = time.monotonic()
+    with open(log_dir / "load.log", "w") as log:
+        code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=loading).returncode
+    if code != 0:
+        raise TrialError(f"sysbench fileio prepare exited {code}; see {log_dir / 'load.log'}")
+    os.sync()
+    load_s = time.monotonic() - started
+    return {
+        "key": p["dataset"]["key"],
+        "workload": "fileio",
+        "scale": scale,
+        "loaders": 1,
+        "command": shlex.join(argv),
+        "server": None,
+        "load_s": round(load_s, 3),
+        "mib_per_s": round(scale["total_size"] / 2**20 / max(load_s, 1e-6), 1),
+        "finished": iso(utcnow()),
+    }
+
+
 def out_of_space(p: dict) -> str | None:
     """When a load fails on a full filesystem, say so first: which device, how much it needed."""
     fs = os.statvfs(p["mountpoint"])
     free, size = fs.f_bavail * fs.f_frsize, fs.f_blocks * fs.f_frsize
     if free > max(size // 50, 64 << 20):
         return None
+    knobs = "fileio_total_size" if p["dataset"]["workload"] == "fileio" else "oltp_tables, oltp_table_size"
     return (f"{p['device']} is full ({free / 2**20:.0f} MiB free of {size / 2**30:.1f} GiB on {p['mountpoint']}); "
             f"the matrix needs about {p['bytes_needed'] / 2**30:.1f} GiB: use a larger device or a smaller "
-            "dataset (oltp_tables, oltp_table_size) — ")
+            f"dataset ({knobs}) — ")
 
 
 def main() -> None:
@@ -125,7 +156,7 @@ def main() -> None:
     loading = Path(p["mountpoint"]) / "loading"
     shutil.rmtree(loading, ignore_errors=True)
     try:
-        record = load(p, loading, tmp)
+        record = (prepare_files if p["dataset"]["workload"] == "fileio" else load)(p, loading, tmp)
     except TrialError as exc:
         module.fail_json(msg=f"{out_of_space(p) or ''}dataset {p['dataset']['key']} on {p['mountpoint']}: {exc}; logs in {tmp}")
     pristine.parent.mkdir(exist_ok=True)

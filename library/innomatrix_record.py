@@ -16,11 +16,10 @@ options:
 author: innomatrix
 """
 
-import json
-import os
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.innomatrix_runtime import TrialError, append_record
 
 
 def main() -> None:
@@ -32,20 +31,12 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
-    path = Path(module.params["path"])
     if module.check_mode:
         module.exit_json(changed=True)
-    record = dict(module.params["first"], sessions=[])
-    if path.exists():
-        try:
-            record = json.loads(path.read_text())
-        except ValueError as exc:
-            module.fail_json(msg=f"{path} is not valid JSON ({exc}); move it aside to start a new record")
-    record.setdefault("sessions", []).append(module.params["session"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    tmp.rename(path)
+    try:
+        record = append_record(Path(module.params["path"]), module.params["first"], "sessions", module.params["session"])
+    except TrialError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(changed=True, sessions=len(record["sessions"]))
 
 

@@ -10,6 +10,8 @@ description:
   - Restores the pristine dataset, writes the cell's my.cnf, starts the server, starts vmstat,
     iostat and mysqladmin beside sysbench, stops everything in a finally block and publishes the
     cell directory atomically with its trial.json.
+  - A fileio cell runs sysbench fileio on the prepared test files with vmstat and iostat beside
+    it and no server, and records the device's SMART or NVMe health before and after.
   - One module call instead of a task per step keeps Ansible's fixed cost per cell near 1 s.
   - A cell that fails is recorded with status failed and its reasons; the module itself only
     fails when it cannot write the results.
@@ -37,22 +39,72 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import (
-    Collectors, Server, TrialError, bench_credentials, drop_caches, end, iso, publish, restore, spawn, staging,
-    sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
+    Collectors, Server, TrialError, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore, spawn,
+    staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
-from ansible.module_utils.innomatrix_sysbench import parse_output, summarize
+from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
+from ansible.module_utils.innomatrix_sysbench import parse_output, summarize, summarize_fileio
 
+# What trial.json says about the cell (block_size: fileio cells only).
+CELL_FIELDS = ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads", "repeat")
 # A driver still running this long after its --time has hung; it is stopped and the cell fails.
 DRIVER_GRACE_S = 120
 
 
+def timed(cell: dict) -> list[str]:
+    return [f"--time={cell['warmup'] + cell['duration']}", f"--report-interval={cell['report_interval']}", "--events=0"]
+
+
 def driver_extra(cell: dict) -> list[str]:
     oltp = cell["oltp"]
-    return [
-        f"--rand-type={oltp['rand_type']}", f"--percentile={oltp['percentile']}",
-        f"--time={cell['warmup'] + cell['duration']}", f"--report-interval={cell['report_interval']}",
-        "--events=0", "run",
-    ]
+    return [f"--rand-type={oltp['rand_type']}", f"--percentile={oltp['percentile']}", *timed(cell), "run"]
+
+
+# The sync sweep wants p95 and p99: sysbench prints one percentile per interval, so the run asks
+# for p95 (the summary's latency, as for OLTP) and p99 comes from the histogram it prints at the end.
+FILEIO_EXTRA = ["--percentile=95", "--histogram=on"]
+
+
+def wait_for_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) -> None:
+    """Wait for sysbench to end on its own; a driver that hangs, is killed or fails fails the cell."""
+    try:
+        code = driver.wait(timeout=cell["warmup"] + cell["duration"] + DRIVER_GRACE_S)
+    except subprocess.TimeoutExpired:
+        end(driver, first=signal.SIGINT)
+        raise TrialError("sysbench did not finish in time and was stopped")
+    trial["times"]["ended"] = iso(utcnow())
+    if code < 0:
+        raise TrialError(f"sysbench was killed by signal {-code}: {tail(tmp / 'driver.log', 2)}")
+    if code != 0:
+        raise TrialError(f"sysbench exited {code}: {tail(tmp / 'driver.log', 2)}")
+
+
+def start_clock(cell: dict, trial: dict) -> None:
+    started = utcnow()
+    trial["times"]["started"] = iso(started)
+    trial["times"]["measure_start"] = iso(started + dt.timedelta(seconds=cell["warmup"]))
+
+
+def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
+    """sysbench fileio on the files the dataset step prepared; no server, no restore."""
+    cell, device = p["cell"], p["device"]["path"]
+    trial["hygiene"] = {"page_cache": drop_caches()}
+    trial["smart"] = {"before": snapshot(device)}
+    collectors = Collectors(tmp, cell["report_interval"], device, None)
+    driver = None
+    try:
+        collectors.start()
+        argv = fileio_argv(cell["fileio"], cell["threads"], [*FILEIO_EXTRA, *timed(cell), "run"])
+        trial["driver"]["command"] = shlex.join(argv)
+        start_clock(cell, trial)
+        driver = spawn(argv, tmp / "driver.log", cwd=Path(p["dataset"]["pristine"]))
+        wait_for_driver(driver, cell, tmp, trial)
+    finally:
+        end(driver, first=signal.SIGINT)
+        collectors.stop()
+        trial["times"].setdefault("ended", iso(utcnow()))
+        trial["smart"]["after"] = snapshot(device)
+        trial["smart"]["delta"] = snapshot_delta(trial["smart"]["before"], trial["smart"]["after"])
 
 
 def measure(p: dict, tmp: Path, trial: dict) -> None:
@@ -81,22 +133,16 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
         collectors.start()
         argv = sysbench_argv(cell["oltp"], driver_config, cell["threads"], driver_extra(cell))
         trial["driver"]["command"] = shlex.join(argv)
-        started = utcnow()
-        trial["times"]["started"] = iso(started)
-        trial["times"]["measure_start"] = iso(started + dt.timedelta(seconds=cell["warmup"]))
+        start_clock(cell, trial)
         driver = spawn(argv, tmp / "driver.log")
         try:
-            code = driver.wait(timeout=cell["warmup"] + cell["duration"] + DRIVER_GRACE_S)
-        except subprocess.TimeoutExpired:
-            end(driver, first=signal.SIGINT)
-            raise TrialError("sysbench did not finish in time and was stopped")
-        trial["times"]["ended"] = iso(utcnow())
+            wait_for_driver(driver, cell, tmp, trial)
+        except TrialError:
+            # A driver that failed because the server died under it: the death is the reason.
+            if server.alive():
+                raise
         if not server.alive():
             raise TrialError(f"server died during the trial: {tail(error_log, 3)}")
-        if code < 0:
-            raise TrialError(f"sysbench was killed by signal {-code}: {tail(tmp / 'driver.log', 2)}")
-        if code != 0:
-            raise TrialError(f"sysbench exited {code}: {tail(tmp / 'driver.log', 2)}")
     finally:
         end(driver, first=signal.SIGINT)
         collectors.stop()
@@ -113,6 +159,10 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     try:
         parsed = parse_output(log.read_text(errors="replace"))
         summary = summarize(parsed["intervals"], cell["warmup"], cell["report_interval"])
+        if cell["workload"] == "fileio":
+            trial["fileio"] = summarize_fileio(parsed["intervals"], parsed["summary"], cell["warmup"],
+                                               cell["report_interval"], cell["fileio"]["block_bytes"],
+                                               parsed["histogram"])
     except ValueError as exc:
         trial["status"] = "failed"
         trial["reasons"].append(f"driver.log cannot be read: {exc}")
@@ -151,6 +201,7 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(changed=True, msg=f"would run {cell['id']}")
 
+    raw_device = cell["workload"] == "fileio"
     final = Path(p["run_dir"]) / cell["path"]
     tmp = staging(final)
     trial = {
@@ -158,17 +209,17 @@ def main() -> None:
         "key": cell["key"],
         "status": "ok",
         "reasons": [],
-        "cell": {name: cell[name] for name in ("host", "filesystem", "workload", "variant", "bp_size", "threads", "repeat")},
+        "cell": {name: cell[name] for name in CELL_FIELDS if name in cell},
         "cell_id": cell["id"],
         "times": {},
         "durations": {"warmup_s": cell["warmup"], "measured_s": cell["duration"], "report_interval_s": cell["report_interval"]},
         "driver": {"name": "sysbench", "version": p["driver_version"], "command": None},
-        "server": {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
+        "server": None if raw_device else {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
         "dataset": {"key": p["dataset"]["key"], "load_s": p["dataset"]["load_s"], "scale": cell["dataset"]["scale"]},
         "device": p["device"],
         "mycnf_notes": p["mycnf_notes"],
-        "summary": {"throughput_median": None, "throughput_unit": "tps", "latency_p95_ms_median": None,
-                    "intervals_measured": 0},
+        "summary": {"throughput_median": None, "throughput_unit": "MiB/s" if raw_device else "tps",
+                    "latency_p95_ms_median": None, "intervals_measured": 0},
     }
     # Ctrl-C reaches this process with the rest of ansible-playbook's process group, and Ansible
     # may follow with SIGTERM: both unwind through measure()'s finally, which stops the driver,
@@ -177,7 +228,7 @@ def main() -> None:
     signal.signal(signal.SIGHUP, _interrupt)
     wall = time.monotonic()
     try:
-        measure(p, tmp, trial)
+        (measure_fileio if raw_device else measure)(p, tmp, trial)
     except TrialError as exc:
         trial["status"] = "failed"
         trial["reasons"].insert(0, str(exc))

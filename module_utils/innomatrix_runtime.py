@@ -38,11 +38,11 @@ def tail(path: Path, lines: int = 5) -> str:
         return ""
 
 
-def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+def spawn(argv: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen:
     """Start a process in its own session, its output appended to `log`."""
     with open(log, "ab") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env)
+                                start_new_session=True, env=env, cwd=cwd)
 
 
 def end(proc: subprocess.Popen | None, first: int = signal.SIGTERM, grace: float = 10.0) -> None:
@@ -187,9 +187,12 @@ class StatusSampler(threading.Thread):
 
 
 class Collectors:
-    """vmstat, iostat and server status beside the driver, at the report interval, on one clock."""
+    """vmstat, iostat and server status beside the driver, at the report interval, on one clock.
 
-    def __init__(self, out: Path, interval: int, device: str, server: "Server"):
+    Without a server (the raw-device workload) there is no status to sample.
+    """
+
+    def __init__(self, out: Path, interval: int, device: str, server: "Server | None"):
         self.specs = {
             # -t puts the wall-clock time on every line: the analysis aligns by it.
             "vmstat.log": ["vmstat", "-n", "-t", str(interval)],
@@ -197,7 +200,7 @@ class Collectors:
         }
         self.out = out
         self.procs: list[subprocess.Popen] = []
-        self.status = StatusSampler(server, out / "status.log", interval)
+        self.status = StatusSampler(server, out / "status.log", interval) if server else None
 
     def start(self) -> None:
         # C.UTF-8 and S_TIME_FORMAT=ISO keep iostat's and vmstat's time stamps in ISO form;
@@ -205,13 +208,14 @@ class Collectors:
         env = dict(os.environ, LC_ALL="C.UTF-8", S_TIME_FORMAT="ISO", INNOMATRIX_TRIAL=str(self.out))
         for name, argv in self.specs.items():
             self.procs.append(spawn(argv, self.out / name, env=env))
-        self.status.start()
+        if self.status:
+            self.status.start()
 
     def stop(self) -> None:
         # SIGINT lets iostat close its JSON document before it exits.
         for proc in self.procs:
             end(proc, first=signal.SIGINT, grace=5.0)
-        if self.status.is_alive():
+        if self.status and self.status.is_alive():
             self.status.stop()
 
 
@@ -266,6 +270,23 @@ def write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+def append_record(path: Path, first: dict, key: str, entry: dict) -> dict:
+    """Append `entry` to the list `key` of a JSON record (made from `first` if it does not exist),
+    replacing the file atomically, so no earlier entry is ever lost; returns the record."""
+    record = dict(first, **{key: []})
+    if path.exists():
+        try:
+            record = json.loads(path.read_text())
+        except ValueError as exc:
+            raise TrialError(f"{path} is not valid JSON ({exc}); move it aside to start a new record") from None
+    record.setdefault(key, []).append(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    write_json(tmp, record)
+    tmp.rename(path)
+    return record
+
+
 def write_cnf(path: Path, options_text: str, instance: dict, datadir: Path, error_log: Path) -> None:
     """The benchmark options, then this instance's own places: last in the section, so they win."""
     lines = [
@@ -309,4 +330,15 @@ def sysbench_argv(oltp: dict, config_file: Path, threads: int, extra: list[str])
         "sysbench", "oltp_read_write", "--db-driver=mysql", f"--config-file={config_file}",
         "--mysql-db=sbtest", f"--tables={oltp['tables']}", f"--table-size={oltp['table_size']}",
         f"--threads={threads}", *extra,
+    ]
+
+
+def fileio_argv(options: dict, threads: int, extra: list[str]) -> list[str]:
+    """sysbench fileio for one cell (run in the directory that holds the test files); the
+    prepare step uses the same size and file count, so the files it made are the ones read."""
+    return [
+        "sysbench", "fileio", f"--file-total-size={options['total_size']}", f"--file-num={options['file_num']}",
+        f"--file-block-size={options['block_bytes']}", f"--file-test-mode={options['mode']}",
+        f"--file-io-mode={options['io_mode']}", f"--file-extra-flags={options['extra_flags']}",
+        f"--file-fsync-freq={options['fsync_freq']}", f"--threads={threads}", *extra,
     ]

@@ -1,5 +1,8 @@
 """Parse sysbench 1.0.x / 1.1 text output into plain dicts and summarise trials.
 
+OLTP and fileio runs are both covered: interval lines, the end-of-run summary,
+and the --histogram=on latency histogram.
+
 This file is also shipped to benchmark hosts as an Ansible ``module_utils``
 file (through a symlink), so it deliberately depends on the standard library
 only and never imports from the ``innomatrix`` package.
@@ -14,6 +17,8 @@ benchmark results without anyone noticing.
 # Python is older than the controller's.
 from __future__ import annotations
 
+import itertools
+import math
 import re
 import statistics
 from collections.abc import Callable
@@ -87,6 +92,27 @@ _SUMMARY_FIELDS: dict[str, _FieldSpec] = {
     "events/s (eps)": (_FLOAT_RE, (("value", "events_s", float),)),
 }
 
+# fileio's summary blocks. 1.0.20 prints "File operations:" (reads/s ...) and
+# "Throughput:" (read, MiB/s ...); 1.1 folds both into "Throughput:" as
+# "read:  IOPS=36406.33 568.85 MiB/s (596.49 MB/s)". The labels are generic
+# words ("read", "reads/s"), so they count only inside their own block.
+_IOPS_RE = re.compile(rf"IOPS=(?P<iops>{_NUM})\s+(?P<mib_s>{_NUM}) MiB/s\s+\({_NUM} MB/s\)")
+_FSYNC_IOPS_RE = re.compile(rf"IOPS=(?P<iops>{_NUM})")
+_SECTION_FIELDS: dict[str, dict[str, _FieldSpec]] = {
+    "File operations": {
+        "reads/s": (_FLOAT_RE, (("value", "read_iops", float),)),
+        "writes/s": (_FLOAT_RE, (("value", "write_iops", float),)),
+        "fsyncs/s": (_FLOAT_RE, (("value", "fsyncs_s", float),)),
+    },
+    "Throughput": {
+        "read, MiB/s": (_FLOAT_RE, (("value", "read_mib_s", float),)),
+        "written, MiB/s": (_FLOAT_RE, (("value", "write_mib_s", float),)),
+        "read": (_IOPS_RE, (("iops", "read_iops", float), ("mib_s", "read_mib_s", float))),
+        "write": (_IOPS_RE, (("iops", "write_iops", float), ("mib_s", "write_mib_s", float))),
+        "fsync": (_FSYNC_IOPS_RE, (("iops", "fsyncs_s", float),)),
+    },
+}
+
 # Only meaningful inside the "Latency (ms):" block: "min:" or "sum:" elsewhere
 # would be some other statistic.
 _LATENCY_SECTION = "Latency (ms)"
@@ -96,6 +122,12 @@ _LATENCY_FIELDS = {
     "max": "latency_max_ms",
     "sum": "latency_sum_ms",
 }
+
+# --histogram=on: a title line, a column header, then one row per non-empty
+# bucket, "%12.3f |%-40.*s %lu" (value, a bar of up to 40 stars, count).
+_HISTOGRAM_TITLE = "Latency histogram (values are in milliseconds)"
+_HISTOGRAM_HEADER_RE = re.compile(r"value\s+-+\s+distribution\s+-+\s+count")
+_HISTOGRAM_ROW_RE = re.compile(rf"(?P<value>{_NUM})\s+\|\**\s+(?P<count>\d+)")
 
 
 def _convert(
@@ -168,9 +200,10 @@ def _summary_field(label: str, value: str, section: str | None) -> dict[str, Any
             if number is None:
                 raise ValueError("malformed latency percentile value")
             return {"latency_pct": float(pct["pct"]), "latency_pct_ms": float(number["value"])}
-    if label not in _SUMMARY_FIELDS:
+    spec = _SECTION_FIELDS.get(section or "", {}).get(label) or _SUMMARY_FIELDS.get(label)
+    if spec is None:
         return None
-    pattern, groups = _SUMMARY_FIELDS[label]
+    pattern, groups = spec
     match = pattern.fullmatch(value)
     if match is None:
         raise ValueError(f"malformed value for {label!r}")
@@ -185,6 +218,10 @@ def parse_summary(text: str) -> dict[str, Any]:
     time" and "time elapsed", or several percentiles) the first one wins.
     events_s is derived from events / total_time_s when sysbench 1.0 does not
     print it, so both versions offer the same rate.
+
+    A fileio run adds read_iops, write_iops, fsyncs_s, read_mib_s and
+    write_mib_s, from either version's layout. Like every summary figure they
+    cover the whole run, warmup included.
     """
     summary: dict[str, Any] = {}
     section: str | None = None
@@ -208,11 +245,61 @@ def parse_summary(text: str) -> dict[str, Any]:
     return summary
 
 
+def parse_histogram(text: str) -> list[tuple[float, int]] | None:
+    """The --histogram=on latency histogram as (bucket value in ms, count) rows.
+
+    None when the output has no histogram; an empty list when sysbench printed
+    the title but had no events to show. Rows keep sysbench's order, which is
+    ascending. A line inside the block that looks like a row but does not
+    parse raises ValueError, like a malformed interval line.
+    """
+    rows: list[tuple[float, int]] | None = None
+    for number, raw_line in enumerate(text.splitlines(), start=1):
+        stripped = raw_line.strip()
+        if stripped == _HISTOGRAM_TITLE:
+            rows = []
+            continue
+        if rows is None or _HISTOGRAM_HEADER_RE.fullmatch(stripped):
+            continue
+        if match := _HISTOGRAM_ROW_RE.fullmatch(stripped):
+            rows.append((float(match["value"]), int(match["count"])))
+        elif "|" in stripped:
+            raise ValueError(f"line {number}: malformed histogram row: {raw_line!r}")
+        else:
+            # sysbench closes the block with a line holding one space.
+            break
+    return rows
+
+
+def histogram_percentile(histogram: list[tuple[float, int]], percentile: float) -> float | None:
+    """The latency percentile (ms) sysbench itself derives from this histogram.
+
+    sysbench reports the first bucket whose running count reaches
+    round(total * percentile / 100); doing the same here means one run with
+    --histogram=on yields p95 and p99 that agree with what --percentile=95
+    or 99 would have printed for those events (to the histogram's three
+    decimals). None for an empty histogram.
+    """
+    if not 0 < percentile <= 100:
+        raise ValueError(f"percentile must be in (0, 100], got {percentile}")
+    counts = [count for _, count in histogram]
+    total = sum(counts)
+    if total == 0:
+        return None
+    target = math.floor(total * percentile / 100 + 0.5)
+    return next(
+        value
+        for (value, _), running in zip(histogram, itertools.accumulate(counts))
+        if running >= target
+    )
+
+
 def parse_output(text: str) -> dict[str, Any]:
-    """Parse a whole sysbench run log: intervals, summary and FATAL lines.
+    """Parse a whole sysbench run log: intervals, summary, histogram, FATAL lines.
 
     FATAL lines are kept because a server that died mid-run shows up only
-    that way (often with no summary at all).
+    that way (often with no summary at all). histogram is None unless the
+    run had --histogram=on.
     """
     intervals: list[dict[str, Any]] = []
     fatal: list[str] = []
@@ -231,6 +318,7 @@ def parse_output(text: str) -> dict[str, Any]:
         "version": summary.get("version"),
         "intervals": intervals,
         "summary": summary,
+        "histogram": parse_histogram(text),
         "fatal": fatal,
     }
 
@@ -264,43 +352,60 @@ def _throughput(interval: dict[str, Any]) -> float:
 _THROUGHPUT_UNITS = {"oltp": "tps", "fileio": "MiB/s"}
 
 
-def summarize(
+def _measured(
     intervals: list[dict[str, Any]], warmup_s: float, report_interval_s: float
-) -> dict[str, Any]:
-    """Summarise one trial from its intervals, ignoring the warmup period.
+) -> list[dict[str, Any]]:
+    """The intervals that lie wholly after the warmup.
 
     An interval reported at time t covers (t - report_interval_s, t]; it is
     measured only if it starts at or after warmup_s, so no warmup second
-    leaks into the medians. Medians rather than means keep one stall or
-    spike from dominating. With nothing measured the figures are None and
-    intervals_measured is 0, leaving the caller to mark the trial failed.
-    latency_p95_ms_median keeps its name whatever --percentile was; the
-    actual percentile is in latency_pct.
+    leaks into the figures.
     """
     if report_interval_s <= 0:
         raise ValueError(f"report_interval_s must be positive, got {report_interval_s}")
-    kind = _single_value([interval["kind"] for interval in intervals], "kinds")
-    measured = [
+    return [
         interval
         for interval in intervals
         if interval["t"] - report_interval_s >= warmup_s - _EPSILON_S
     ]
-    throughputs = [_throughput(interval) for interval in measured]
+
+
+def _interval_latency(measured: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """Median of the per-interval latency percentile, and which percentile it is."""
     # A stalled interval completed nothing, so its "latency" of 0 says nothing about latency.
     latencies = [
         interval["lat_ms"]
         for interval in measured
         if interval["lat_ms"] is not None and not _is_stall(interval)
     ]
+    pct = _single_value(
+        [interval["lat_pct"] for interval in measured if interval["lat_pct"] is not None],
+        "latency percentiles",
+    )
+    return (statistics.median(latencies) if latencies else None), pct
+
+
+def summarize(
+    intervals: list[dict[str, Any]], warmup_s: float, report_interval_s: float
+) -> dict[str, Any]:
+    """Summarise one trial from its intervals, ignoring the warmup period.
+
+    See _measured for which intervals count. Medians rather than means keep
+    one stall or spike from dominating. With nothing measured the figures
+    are None and intervals_measured is 0, leaving the caller to mark the
+    trial failed. latency_p95_ms_median keeps its name whatever --percentile
+    was; the actual percentile is in latency_pct.
+    """
+    kind = _single_value([interval["kind"] for interval in intervals], "kinds")
+    measured = _measured(intervals, warmup_s, report_interval_s)
+    throughputs = [_throughput(interval) for interval in measured]
+    latency_median, latency_pct = _interval_latency(measured)
     is_oltp = kind == "oltp" and bool(measured)
     return {
         "throughput_median": statistics.median(throughputs) if throughputs else None,
         "throughput_unit": _THROUGHPUT_UNITS.get(kind),
-        "latency_p95_ms_median": statistics.median(latencies) if latencies else None,
-        "latency_pct": _single_value(
-            [interval["lat_pct"] for interval in measured if interval["lat_pct"] is not None],
-            "latency percentiles",
-        ),
+        "latency_p95_ms_median": latency_median,
+        "latency_pct": latency_pct,
         "intervals_measured": len(measured),
         "stall_intervals": sum(map(_is_stall, measured)),
         "errors_per_s_mean": (
@@ -311,4 +416,141 @@ def summarize(
             if is_oltp
             else None
         ),
+    }
+
+
+# sysbench's "MiB" is 2^20 bytes in both the interval lines and the summary.
+_MIB = 1 << 20
+
+# The issue's bound on how far the summary's MiB/s may stray from IOPS x
+# block size. sysbench prints both MiB/s figures to two decimals, so their sum
+# can be 0.01 off from rounding alone, which exceeds 1 % below 1 MiB/s
+# (512-byte blocks at low IOPS); that much is always allowed.
+_BANDWIDTH_TOLERANCE = 0.01
+_BANDWIDTH_ROUNDING_MIB_S = 0.01
+
+
+def _median_and_stddev(values: list[float]) -> tuple[float | None, float | None]:
+    """Median and sample standard deviation; None where there are too few values."""
+    median = statistics.median(values) if values else None
+    return median, (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def _longest_run(flags: list[bool]) -> int:
+    """Length of the longest run of consecutive True values."""
+    longest = current = 0
+    for flag in flags:
+        current = current + 1 if flag else 0
+        longest = max(longest, current)
+    return longest
+
+
+def _run_bandwidth(summary: dict[str, Any], block_size_bytes: int) -> dict[str, Any]:
+    """Whole-run IOPS and MiB/s from the summary, and whether they agree."""
+    figures = ("read_iops", "write_iops", "read_mib_s", "write_mib_s")
+    if not all(name in summary for name in figures):
+        return {
+            "run_iops": None,
+            "run_mib_s": None,
+            "run_mib_s_from_iops": None,
+            "bandwidth_matches_iops": None,
+        }
+    iops = summary["read_iops"] + summary["write_iops"]
+    mib_s = summary["read_mib_s"] + summary["write_mib_s"]
+    mib_s_from_iops = iops * block_size_bytes / _MIB
+    allowed = max(_BANDWIDTH_TOLERANCE * mib_s_from_iops, _BANDWIDTH_ROUNDING_MIB_S)
+    return {
+        "run_iops": iops,
+        "run_mib_s": mib_s,
+        "run_mib_s_from_iops": mib_s_from_iops,
+        "bandwidth_matches_iops": abs(mib_s - mib_s_from_iops) <= allowed,
+    }
+
+
+def _run_percentiles(
+    summary: dict[str, Any], histogram: list[tuple[float, int]] | None
+) -> dict[str, Any]:
+    """Whole-run p95 and p99 latency, from the histogram if there is one."""
+    if histogram:
+        return {
+            "run_latency_p95_ms": histogram_percentile(histogram, 95),
+            "run_latency_p99_ms": histogram_percentile(histogram, 99),
+            "run_latency_source": "histogram",
+        }
+    pct = summary.get("latency_pct")
+    return {
+        "run_latency_p95_ms": summary["latency_pct_ms"] if pct == 95 else None,
+        "run_latency_p99_ms": summary["latency_pct_ms"] if pct == 99 else None,
+        "run_latency_source": "summary" if pct in (95, 99) else None,
+    }
+
+
+def summarize_fileio(
+    intervals: list[dict[str, Any]],
+    summary: dict[str, Any],
+    warmup_s: float,
+    report_interval_s: float,
+    block_size_bytes: int,
+    histogram: list[tuple[float, int]] | None = None,
+) -> dict[str, Any]:
+    """Summarise one fileio cell: its intervals after warmup, and the whole run.
+
+    From the intervals measured after warmup (as in summarize): median and
+    sample standard deviation of read, write and total MiB/s, and of IOPS
+    derived per interval as MiB/s x 2^20 / block_size_bytes; stall_intervals
+    (no I/O at all) and longest_stall_s, the longest stretch of consecutive
+    stalls, which is what the posts' 20-30 s zero-throughput periods were;
+    the median of the per-interval latency at the --percentile sysbench ran
+    with (latency_pct says which).
+
+    The run_* figures come from sysbench's end-of-run summary and
+    --histogram=on output, which cover the whole run, warmup included:
+    sysbench 1.0.20 cannot start them after a warmup (--report-checkpoints
+    resets them, but also corrupts the next fileio interval line). p95 and
+    p99 come from the histogram when one is given, so a single
+    --percentile=99 --histogram=on run yields both; without it, only the
+    percentile the summary printed is filled in. bandwidth_matches_iops
+    checks the summary's MiB/s against IOPS x block size (None when the
+    summary lacks the figures, e.g. a killed run).
+    """
+    if block_size_bytes <= 0:
+        raise ValueError(f"block_size_bytes must be positive, got {block_size_bytes}")
+    kind = _single_value([interval["kind"] for interval in intervals], "kinds")
+    if kind not in (None, "fileio"):
+        raise ValueError(f"summarize_fileio needs fileio intervals, got {kind}")
+    measured = _measured(intervals, warmup_s, report_interval_s)
+    reads = [interval["read_mib_s"] for interval in measured]
+    writes = [interval["write_mib_s"] for interval in measured]
+    totals = [read + write for read, write in zip(reads, writes)]
+    iops = [total * _MIB / block_size_bytes for total in totals]
+    read_median, read_stddev = _median_and_stddev(reads)
+    write_median, write_stddev = _median_and_stddev(writes)
+    total_median, total_stddev = _median_and_stddev(totals)
+    iops_median, iops_stddev = _median_and_stddev(iops)
+    latency_median, latency_pct = _interval_latency(measured)
+    stalls = [_is_stall(interval) for interval in measured]
+    return {
+        "block_size_bytes": block_size_bytes,
+        "intervals_measured": len(measured),
+        "read_mib_s_median": read_median,
+        "read_mib_s_stddev": read_stddev,
+        "write_mib_s_median": write_median,
+        "write_mib_s_stddev": write_stddev,
+        "mib_s_median": total_median,
+        "mib_s_stddev": total_stddev,
+        "iops_median": iops_median,
+        "iops_stddev": iops_stddev,
+        "stall_intervals": sum(stalls),
+        "longest_stall_s": _longest_run(stalls) * report_interval_s,
+        "latency_pct": latency_pct,
+        "latency_ms_median": latency_median,
+        "run_read_iops": summary.get("read_iops"),
+        "run_write_iops": summary.get("write_iops"),
+        "run_fsyncs_s": summary.get("fsyncs_s"),
+        "run_read_mib_s": summary.get("read_mib_s"),
+        "run_write_mib_s": summary.get("write_mib_s"),
+        **_run_bandwidth(summary, block_size_bytes),
+        "run_latency_avg_ms": summary.get("latency_avg_ms"),
+        "run_latency_max_ms": summary.get("latency_max_ms"),
+        **_run_percentiles(summary, histogram),
     }
