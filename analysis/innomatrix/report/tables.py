@@ -107,12 +107,17 @@ def _unit(cells: pd.DataFrame) -> str:
     return "/".join(units) or "throughput"
 
 
+def server_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells that ran a server; fileio cells have no variant or buffer pool and get their own tables."""
+    return cells[cells["workload"] != "fileio"]
+
+
 def variant_by_bp(cells: pd.DataFrame) -> Table | None:
     """Median throughput, my.cnf variant × buffer pool, per host, filesystem, workload and threads.
 
     A trial with no measured interval stays in (as – and marked): nothing is dropped silently.
     """
-    table = cells
+    table = server_cells(cells)
     if table.empty:
         return None
     groups = ["host", "filesystem", "workload", "threads"]
@@ -126,7 +131,7 @@ def variant_by_bp(cells: pd.DataFrame) -> Table | None:
 
 def fs_by_bp(cells: pd.DataFrame) -> Table | None:
     """Median throughput, filesystem × buffer pool (the P320h table), with A/B rows for two filesystems."""
-    table = cells
+    table = server_cells(cells)
     if table.empty or table["filesystem"].nunique() < 2:
         return None
     groups = ["host", "workload", "variant", "threads"]
