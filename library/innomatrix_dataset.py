@@ -24,6 +24,7 @@ options:
   loaders: {description: Parallel sysbench loaders (sysbench parallelises across tables), type: int, required: true}
   device: {description: The device under test, named when it runs out of space, type: str, required: true}
   bytes_needed: {description: The space the plan estimated for the dataset and its copies, type: int, required: true}
+  tpcc_tool: {description: "tpcc-mysql as the tpcc role built it (bin_dir, commit); tpcc datasets only", type: dict, default: {}}
 author: innomatrix
 """
 
@@ -36,12 +37,51 @@ import time
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import innomatrix_tpcc as tpcc
 from ansible.module_utils.innomatrix_runtime import (
     Server, TrialError, bench_credentials, fileio_argv, iso, publish, staging, run, sysbench_argv, utcnow, write_cnf,
     write_driver_config, write_json,
 )
 
 MARKER = ".innomatrix-dataset.json"
+# Adding tpcc's keys reads every row: hours at the posts' 2500 warehouses.
+TPCC_SQL_TIMEOUT_S = 24 * 3600
+TPCC_LOAD_TIMEOUT_S = 48 * 3600
+
+
+def fill_oltp(p: dict, server: Server, log_dir: Path) -> dict:
+    """sysbench prepare with parallel loaders (sysbench parallelises across tables)."""
+    instance = p["instance"]
+    loaders = max(1, min(p["loaders"], p["oltp"]["tables"]))
+    credentials = bench_credentials(instance)
+    driver_config = Path(instance["socket"] + ".sysbench")
+    write_driver_config(driver_config, instance["socket"], credentials)
+    argv = sysbench_argv(p["oltp"], driver_config, loaders, ["prepare"])
+    server.client("CREATE DATABASE IF NOT EXISTS sbtest")
+    server.grant_bench_user(credentials)
+    with open(log_dir / "load.log", "w") as log:
+        code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+    if code != 0:
+        raise TrialError(f"sysbench prepare exited {code}; see {log_dir / 'load.log'}")
+    return {"loaders": loaders, "command": shlex.join(argv)}
+
+
+def fill_tpcc(p: dict, server: Server, log_dir: Path) -> dict:
+    """tpcc_load in parallel by warehouse ranges and parts, then keys, indexes and row counts.
+
+    The tools connect as root over the socket (socket authentication): no password exists to
+    leak into ps or into their echoed options.
+    """
+    tool, scale = p["tpcc_tool"], p["dataset"]["scale"]
+    conn = tpcc.Connection(socket=p["instance"]["socket"], user="root")
+    try:
+        record = tpcc.load(Path(tool["bin_dir"]), conn, scale["warehouses"], p["loaders"], log_dir,
+                           client=lambda sql: server.client(sql, timeout=TPCC_SQL_TIMEOUT_S),
+                           timeout_s=TPCC_LOAD_TIMEOUT_S)
+    except tpcc.TpccError as exc:
+        raise TrialError(str(exc)) from None
+    return {"loaders": record["jobs"], "command": [job["command"] for job in record["loaders"]], "tpcc": record,
+            "tpcc_commit": tool.get("commit")}
 
 
 def load(p: dict, loading: Path, log_dir: Path) -> dict:
@@ -54,19 +94,10 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     started = time.monotonic()
     server.initialize()
     run(["chown", "-R", f"{instance.get('user', 'mysql')}:", str(loading)])
-    loaders = max(1, min(p["loaders"], p["oltp"]["tables"]))
-    credentials = bench_credentials(instance)
-    driver_config = Path(instance["socket"] + ".sysbench")
-    write_driver_config(driver_config, instance["socket"], credentials)
-    argv = sysbench_argv(p["oltp"], driver_config, loaders, ["prepare"])
+    fill = fill_tpcc if p["dataset"]["workload"] == "tpcc" else fill_oltp
     try:
         server.start()
-        server.client("CREATE DATABASE IF NOT EXISTS sbtest")
-        server.grant_bench_user(credentials)
-        with open(log_dir / "load.log", "w") as log:
-            code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
-        if code != 0:
-            raise TrialError(f"sysbench prepare exited {code}; see {log_dir / 'load.log'}")
+        filled = fill(p, server, log_dir)
         server.client("SET GLOBAL innodb_fast_shutdown = 0")
     finally:
         server.stop()
@@ -76,8 +107,7 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
         "key": p["dataset"]["key"],
         "workload": p["dataset"]["workload"],
         "scale": p["dataset"]["scale"],
-        "loaders": loaders,
-        "command": shlex.join(argv),
+        **filled,
         "server": {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
         "load_s": round(time.monotonic() - started, 3),
         "finished": iso(utcnow()),
@@ -118,7 +148,8 @@ def out_of_space(p: dict) -> str | None:
     free, size = fs.f_bavail * fs.f_frsize, fs.f_blocks * fs.f_frsize
     if free > max(size // 50, 64 << 20):
         return None
-    knobs = "fileio_total_size" if p["dataset"]["workload"] == "fileio" else "oltp_tables, oltp_table_size"
+    knobs = {"fileio": "fileio_total_size", "tpcc": "tpcc_warehouses"}.get(p["dataset"]["workload"],
+                                                                          "oltp_tables, oltp_table_size")
     return (f"{p['device']} is full ({free / 2**20:.0f} MiB free of {size / 2**30:.1f} GiB on {p['mountpoint']}); "
             f"the matrix needs about {p['bytes_needed'] / 2**30:.1f} GiB: use a larger device or a smaller "
             f"dataset ({knobs}) — ")
@@ -137,6 +168,7 @@ def main() -> None:
             "loaders": {"type": "int", "required": True},
             "device": {"type": "str", "required": True},
             "bytes_needed": {"type": "int", "required": True},
+            "tpcc_tool": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )

@@ -26,6 +26,7 @@ options:
   device: {description: "The device under test as mounted: path (for iostat), identity, filesystem, mount and queue settings", type: dict, required: true}
   dataset: {description: What the dataset role returned (key, pristine, load_s), type: dict, required: true}
   driver_version: {description: sysbench --version, type: str, required: true}
+  tpcc_tool: {description: "tpcc-mysql as the tpcc role built it (bin_dir, commit); tpcc cells only", type: dict, default: {}}
 author: innomatrix
 """
 
@@ -38,6 +39,8 @@ import time
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import innomatrix_tpcc as tpcc
+from ansible.module_utils import innomatrix_tpcc_parse as tpcc_parse
 from ansible.module_utils.innomatrix_runtime import (
     Collectors, Server, TrialError, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore, spawn,
     staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
@@ -107,6 +110,25 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
         trial["smart"]["delta"] = snapshot_delta(trial["smart"]["before"], trial["smart"]["after"])
 
 
+def driver_argv(p: dict, server: Server) -> list[str]:
+    """The driver's command for a server cell: sysbench OLTP as the benchmark user, or tpcc_start.
+
+    tpcc_start connects as root over the socket (socket authentication): it takes a password
+    only on its command line and echoes it, so the account it uses has none. Its ramp-up (-r)
+    prints nothing, so there is none: the warmup is run and recorded, then discarded by time.
+    """
+    cell, instance = p["cell"], p["instance"]
+    if cell["workload"] == "tpcc":
+        conn = tpcc.Connection(socket=instance["socket"], user="root")
+        return tpcc.start_argv(Path(p["tpcc_tool"]["bin_dir"]), conn, cell["tpcc"]["warehouses"], cell["threads"],
+                               0, cell["warmup"] + cell["duration"], cell["report_interval"])
+    credentials = bench_credentials(instance)
+    server.grant_bench_user(credentials)
+    driver_config = Path(instance["socket"] + ".sysbench")
+    write_driver_config(driver_config, instance["socket"], credentials)
+    return sysbench_argv(cell["oltp"], driver_config, cell["threads"], driver_extra(cell))
+
+
 def measure(p: dict, tmp: Path, trial: dict) -> None:
     """Everything between restore and stop; fills `trial` as it goes, raises TrialError on failure."""
     cell, instance = p["cell"], p["instance"]
@@ -125,13 +147,9 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     driver = None
     try:
         server.start()
-        credentials = bench_credentials(instance)
-        server.grant_bench_user(credentials)
-        driver_config = Path(instance["socket"] + ".sysbench")
-        write_driver_config(driver_config, instance["socket"], credentials)
+        argv = driver_argv(p, server)
         (tmp / "variables.txt").write_text(server.client("SHOW GLOBAL VARIABLES"))
         collectors.start()
-        argv = sysbench_argv(cell["oltp"], driver_config, cell["threads"], driver_extra(cell))
         trial["driver"]["command"] = shlex.join(argv)
         start_clock(cell, trial)
         driver = spawn(argv, tmp / "driver.log")
@@ -152,9 +170,29 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
             shutil.copy(error_log, tmp / "mysqld.err")
 
 
+def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
+    """tpmC and New-Order latency from tpcc_start's output; a failed transaction or a [NG]
+    transaction mix makes the trial invalid, a [NG] response time is a recorded flag."""
+    try:
+        summary = tpcc_parse.summarize(tpcc_parse.parse_output(text), cell["warmup"], cell["report_interval"])
+    except ValueError as exc:
+        trial["status"] = "failed"
+        trial["reasons"].append(f"driver.log cannot be read: {exc}")
+        return
+    trial["summary"] = {name: value for name, value in summary.items() if name not in ("status", "reasons", "flags")}
+    trial["flags"] = summary["flags"]
+    if trial["status"] == "ok" and summary["status"] == "invalid":
+        trial["status"] = "invalid"
+    if summary["status"] == "invalid":
+        trial["reasons"].extend(summary["reasons"])
+
+
 def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     log = tmp / "driver.log"
     if not log.exists():
+        return
+    if cell["workload"] == "tpcc":
+        summarise_tpcc(log.read_text(errors="replace"), cell, trial)
         return
     try:
         parsed = parse_output(log.read_text(errors="replace"))
@@ -193,6 +231,7 @@ def main() -> None:
             "device": {"type": "dict", "required": True},
             "dataset": {"type": "dict", "required": True},
             "driver_version": {"type": "str", "required": True},
+            "tpcc_tool": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -213,12 +252,14 @@ def main() -> None:
         "cell_id": cell["id"],
         "times": {},
         "durations": {"warmup_s": cell["warmup"], "measured_s": cell["duration"], "report_interval_s": cell["report_interval"]},
-        "driver": {"name": "sysbench", "version": p["driver_version"], "command": None},
+        "driver": ({"name": "tpcc-mysql", "version": p["tpcc_tool"].get("commit"), "command": None}
+                   if cell["workload"] == "tpcc" else {"name": "sysbench", "version": p["driver_version"], "command": None}),
         "server": None if raw_device else {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
         "dataset": {"key": p["dataset"]["key"], "load_s": p["dataset"]["load_s"], "scale": cell["dataset"]["scale"]},
         "device": p["device"],
         "mycnf_notes": p["mycnf_notes"],
-        "summary": {"throughput_median": None, "throughput_unit": "MiB/s" if raw_device else "tps",
+        "summary": {"throughput_median": None,
+                    "throughput_unit": {"fileio": "MiB/s", "tpcc": "tpmC"}.get(cell["workload"], "tps"),
                     "latency_p95_ms_median": None, "intervals_measured": 0},
     }
     # Ctrl-C reaches this process with the rest of ansible-playbook's process group, and Ansible

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 FILESYSTEMS = ("ext4", "xfs")
-WORKLOADS = ("oltp", "fileio")
+WORKLOADS = ("oltp", "tpcc", "fileio")
 FLAVORS = ("mariadb", "mysql", "percona")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 

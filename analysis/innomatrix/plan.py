@@ -22,6 +22,8 @@ DEFAULT_REPORT_INTERVAL = 1
 # sysbench OLTP: a row of id, k, c(120), pad(60) plus the index on k, in InnoDB pages
 # (≈ 78 GiB for the posts' 32 × 10M rows).
 OLTP_BYTES_PER_ROW = 250
+# tpcc-mysql: one warehouse is about 100 MB of InnoDB data and indexes once keys are added.
+TPCC_BYTES_PER_WAREHOUSE = 100 << 20
 SYSTEM_TABLESPACE_BYTES = 128 << 20
 BASE_REDO_BYTES = 2 << 30  # base.cnf: 2 × 1G
 
@@ -41,6 +43,7 @@ class Context:
     server_version: str
     driver_version: str
     variant_digests: dict[str, str]
+    tpcc_version: str = ""
 
 
 def context(facts: dict[str, Any], cnf_dir: str) -> Context:
@@ -53,6 +56,7 @@ def context(facts: dict[str, Any], cnf_dir: str) -> Context:
         server_version=str(facts["server_version"]),
         driver_version=str(facts["driver_version"]),
         variant_digests={v: mycnf.variant_digest(cnf_dir, v) for v in mycnf.variant_ids(cnf_dir)},
+        tpcc_version=str(facts.get("tpcc_version") or ""),
     )
 
 
@@ -104,6 +108,9 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise PlanError("mycnf_overrides must map option names to values")
     if any(mycnf.normalize_name(str(name)) == "innodb_buffer_pool_size" for name in overrides):
         raise PlanError("mycnf_overrides sets innodb_buffer_pool_size; use bp_sizes, which sweeps it")
+    if "tpcc" in workloads and (warmup % interval or duration % interval):
+        raise PlanError(f"tpcc: warmup={warmup} and duration={duration} must be whole multiples of "
+                        f"report_interval={interval}; tpcc_start measures whole intervals only")
     rand_type = str(knobs.get("oltp_rand_type", "pareto"))
     k.choose("oltp_rand_type", [rand_type], k.RAND_TYPES)
     return {
@@ -124,10 +131,23 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
             "rand_type": rand_type,
             "percentile": k.positive_int("oltp_percentile", knobs.get("oltp_percentile", 95)),
         },
+        "tpcc": _tpcc(knobs) if "tpcc" in workloads else None,
         "fileio": fileio.normalise(knobs) if "fileio" in workloads else None,
         "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},
         "force": k.truthy(knobs.get("force", False)),
     }
+
+
+def _tpcc(knobs: dict[str, Any]) -> dict[str, int]:
+    warehouses = k.positive_int("tpcc_warehouses", knobs.get("tpcc_warehouses"))
+    jobs = k.positive_int("tpcc_load_jobs", knobs.get("tpcc_load_jobs"))
+    return {"warehouses": warehouses, "load_jobs": min(jobs, warehouses)}
+
+
+def _redo_bytes(spec: dict[str, Any]) -> int:
+    redo_text = next((v for n, v in spec["mycnf_overrides"].items()
+                      if mycnf.normalize_name(n) == "innodb_log_file_size"), None)
+    return k.parse_size("innodb_log_file_size", redo_text) if redo_text else BASE_REDO_BYTES
 
 
 def space_needed(spec: dict[str, Any]) -> int:
@@ -135,13 +155,12 @@ def space_needed(spec: dict[str, Any]) -> int:
     for OLTP the pristine dataset and the trial's copy, each with its redo log, plus a tenth for
     headroom; for fileio its test files, which share the filesystem with the datasets."""
     needed = 0
+    server_copy = SYSTEM_TABLESPACE_BYTES + _redo_bytes(spec)
     if "oltp" in spec["workloads"]:
         rows = spec["oltp"]["tables"] * spec["oltp"]["table_size"]
-        redo_text = next((v for n, v in spec["mycnf_overrides"].items()
-                          if mycnf.normalize_name(n) == "innodb_log_file_size"), None)
-        redo = k.parse_size("innodb_log_file_size", redo_text) if redo_text else BASE_REDO_BYTES
-        copy = rows * OLTP_BYTES_PER_ROW + SYSTEM_TABLESPACE_BYTES + redo
-        needed += int(2 * copy * 1.1)
+        needed += int(2 * (rows * OLTP_BYTES_PER_ROW + server_copy) * 1.1)
+    if spec["tpcc"]:
+        needed += int(2 * (spec["tpcc"]["warehouses"] * TPCC_BYTES_PER_WAREHOUSE + server_copy) * 1.1)
     if spec["fileio"]:
         needed += fileio.space_needed(spec["fileio"])
     return needed
@@ -152,6 +171,10 @@ def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict
         # sysbench's test files: no server is involved, so its version is not part of the identity.
         scale = {"total_size": spec["fileio"]["total_size"], "file_num": spec["fileio"]["file_num"]}
         server = None
+    elif workload == "tpcc":
+        # The loader's version is part of what was loaded.
+        scale = {"warehouses": spec["tpcc"]["warehouses"]}
+        server = [ctx.server_flavor, ctx.server_version, ctx.tpcc_version]
     else:
         scale = {"tables": spec["oltp"]["tables"], "table_size": spec["oltp"]["table_size"]}
         server = [ctx.server_flavor, ctx.server_version]
@@ -165,6 +188,12 @@ def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict
         "server": server,
     }
     return {"workload": workload, "scale": scale, "key": digest(identity)}
+
+
+def _driver_identity(spec: dict[str, Any], ctx: Context, workload: str) -> list[Any]:
+    if workload == "tpcc":
+        return ["tpcc-mysql", ctx.tpcc_version]
+    return [ctx.driver_version, spec["oltp"]["rand_type"], spec["oltp"]["percentile"]]
 
 
 def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any]:
@@ -181,7 +210,7 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
         "warmup": spec["warmup"],
         "duration": spec["duration"],
         "report_interval": spec["report_interval"],
-        "driver": [ctx.driver_version, spec["oltp"]["rand_type"], spec["oltp"]["percentile"]],
+        "driver": _driver_identity(spec, ctx, dataset["workload"]),
         "repeat": repeat,
     }
     return {
@@ -200,7 +229,7 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
         "warmup": spec["warmup"],
         "duration": spec["duration"],
         "report_interval": spec["report_interval"],
-        "oltp": spec["oltp"],
+        dataset["workload"]: spec[dataset["workload"]],  # the driver's settings: oltp or tpcc
     }
 
 

@@ -22,7 +22,7 @@ def one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
 
 def test_accepted_values() -> None:
     assert k.FILESYSTEMS == ("ext4", "xfs")
-    assert k.WORKLOADS == ("oltp", "fileio")
+    assert k.WORKLOADS == ("oltp", "tpcc", "fileio")
     assert k.FLAVORS == ("mariadb", "mysql", "percona")
 
 

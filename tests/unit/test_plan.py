@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import re
 from typing import Any
 
 import pytest
@@ -122,6 +123,7 @@ def test_normalise_gives_the_canonical_form() -> None:
         "duration": 60,
         "report_interval": 1,
         "oltp": {"tables": 8, "table_size": 1000, "rand_type": "pareto", "percentile": 95},
+        "tpcc": None,
         "fileio": None,
         "mycnf_overrides": {"innodb_io_capacity": "2000"},
         "force": True,
@@ -183,8 +185,8 @@ BAD_KNOBS = [
     ({"filesystems": "ext4,btrfs"}, KnobError, "filesystems: unknown btrfs; accepted: ext4, xfs"),
     ({"filesystems": []}, KnobError, "filesystems is empty; accepted: ext4, xfs"),
     ({"filesystems": "ext4,ext4"}, KnobError, "filesystems='ext4,ext4' names a value twice; list each once"),
-    ({"workloads": "tpcc"}, KnobError, "workloads: unknown tpcc; accepted: oltp, fileio"),
-    ({"workloads": None}, KnobError, "workloads is empty; accepted: oltp, fileio"),
+    ({"workloads": "tpcc-c"}, KnobError, "workloads: unknown tpcc-c; accepted: oltp, tpcc, fileio"),
+    ({"workloads": None}, KnobError, "workloads is empty; accepted: oltp, tpcc, fileio"),
     ({"variants": "A,Z"}, KnobError, "variants: unknown Z; accepted: A, B, C"),
     ({"variants": ""}, KnobError, "variants is empty; accepted: A, B, C"),
     ({"variants": ["B", "B"]}, KnobError, "variants=['B', 'B'] names a value twice; list each once"),
@@ -660,3 +662,58 @@ def test_space_needed_holds_two_copies_with_their_redo_logs_and_headroom() -> No
 def test_space_needed_at_the_posts_scale_is_about_twice_78_gib() -> None:
     spec = plan.normalise({**BASE, "oltp_tables": 32, "oltp_table_size": 10_000_000}, CTX)
     assert 160 << 30 < plan.space_needed(spec) < 200 << 30
+
+
+# ---------------------------------------------------------------- tpcc
+
+
+def tpcc_knobs(**changes: Any) -> dict[str, Any]:
+    return knobs(**{"workloads": ["tpcc"], "tpcc_warehouses": 10, "tpcc_load_jobs": 4, **changes})
+
+
+def test_tpcc_cells_sweep_variants_and_buffer_pools_like_oltp() -> None:
+    the_plan = plan.expand(tpcc_knobs(filesystems="xfs", bp_sizes="64M,128M", variants="A"), ctx(tpcc_version="1ec1c5e"), {})
+    assert [c["id"] for c in the_plan["cells"]] == ["xfs/tpcc/A/bp-64M/t4/r1", "xfs/tpcc/A/bp-128M/t4/r1"]
+    cell = the_plan["cells"][0]
+    assert cell["tpcc"] == {"warehouses": 10, "load_jobs": 4} and "oltp" not in cell
+    assert cell["dataset"]["scale"] == {"warehouses": 10}
+    assert the_plan["device_bytes_needed"] == int(2 * (10 * plan.TPCC_BYTES_PER_WAREHOUSE + plan.SYSTEM_TABLESPACE_BYTES
+                                                       + plan.BASE_REDO_BYTES) * 1.1)
+
+
+def test_tpcc_keys_follow_the_tool_and_the_scale() -> None:
+    def first(knob_changes: dict[str, Any], **ctx_changes: Any) -> dict[str, Any]:
+        return plan.expand(tpcc_knobs(**knob_changes), ctx(**{"tpcc_version": "1ec1c5e", **ctx_changes}), {})["cells"][0]
+
+    base = first({})
+    assert first({})["key"] == base["key"]
+    assert first({}, tpcc_version="0000000")["key"] != base["key"]
+    assert first({}, tpcc_version="0000000")["dataset"]["key"] != base["dataset"]["key"]
+    assert first({"tpcc_warehouses": 20})["dataset"]["key"] != base["dataset"]["key"]
+    # How many loaders filled the tables does not change what a trial measures.
+    assert first({"tpcc_load_jobs": 1})["dataset"]["key"] == base["dataset"]["key"]
+    # sysbench's version is not tpcc-mysql's.
+    assert first({}, driver_version="sysbench 1.1")["key"] == base["key"]
+
+
+def test_tpcc_load_jobs_never_exceed_the_warehouses() -> None:
+    spec = plan.normalise(tpcc_knobs(tpcc_warehouses=2, tpcc_load_jobs=8), CTX)
+    assert spec["tpcc"] == {"warehouses": 2, "load_jobs": 2}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"tpcc_warehouses": 0}, "tpcc_warehouses=0 must be a whole number above zero"),
+        ({"tpcc_load_jobs": "many"}, "tpcc_load_jobs='many' is not a number; give a whole number above zero"),
+    ],
+)
+def test_a_bad_tpcc_knob_is_refused(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(KnobError, match=f"^{re.escape(message)}$"):
+        plan.expand(tpcc_knobs(**changes), CTX, {})
+
+
+def test_tpcc_times_must_be_whole_intervals() -> None:
+    with pytest.raises(PlanError, match="tpcc: warmup=15 and duration=30 must be whole multiples of report_interval=10"):
+        plan.expand(tpcc_knobs(warmup=15, duration=30, report_interval=10), CTX, {})
+    assert plan.expand(tpcc_knobs(warmup=20, duration=30, report_interval=10), CTX, {})["counts"]["cells"] == 4

@@ -18,7 +18,8 @@ PLAYBOOK = ROOT / "playbooks" / "matrix.yml"
 
 ROLES = sorted(p.name for p in ROLES_DIR.iterdir() if p.is_dir())
 # Knobs that reach the preflight role as its own options rather than inside preflight_knobs.
-PASSED_SEPARATELY = {"device", "wipe_device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb", "report"}
+PASSED_SEPARATELY = {"device", "wipe_device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb", "report",
+                     "tpcc_mysql_src", "tpcc_mysql_ref"}
 
 TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,),
@@ -75,7 +76,7 @@ def check_value(where: str, value: Any, option: dict[str, Any]) -> list[str]:
 
 
 def test_the_roles() -> None:
-    assert ROLES == ["collectors", "dataset", "device", "matrix", "mysql_server", "preflight", "sysbench", "trial"]
+    assert ROLES == ["collectors", "dataset", "device", "matrix", "mysql_server", "preflight", "sysbench", "tpcc", "trial"]
 
 
 def test_fits() -> None:
@@ -150,6 +151,7 @@ def test_the_entry_points() -> None:
         "mysql_server": ["facts", "main"],
         "preflight": ["main"],
         "sysbench": ["facts", "main"],
+        "tpcc": ["facts", "main"],
         "trial": ["main"],
     }
 
@@ -169,7 +171,7 @@ def test_the_knobs() -> None:
     assert list(knobs()) == [
         "device", "wipe_device", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads",
         "repeats", "warmup", "duration", "report_interval", "oltp_tables", "oltp_table_size", "oltp_rand_type",
-        "oltp_percentile", "fileio_tests", "fileio_total_size", "fileio_block_size", "fileio_threads_max",
+        "oltp_percentile", "tpcc_warehouses", "tpcc_load_jobs", "tpcc_mysql_src", "tpcc_mysql_ref", "fileio_tests", "fileio_total_size", "fileio_block_size", "fileio_threads_max",
         "fileio_block_sizes", "fileio_table_threads", "fileio_step_duration", "mysql_flavor", "mycnf_overrides", "run_name", "results_dir", "force", "io_scheduler",
         "read_ahead_kb", "report",
     ]
@@ -221,9 +223,16 @@ def test_jinja_names() -> None:
     assert jinja_names({"a": ["{{ x }}/{{ y | default('z') }}", 1], "b": "w"}) == {"x", "y", "default", "z"}
 
 
+# Knobs a role reads under its own name (its inputs are prefixed with the role's name anyway).
+ROLE_KNOBS = {"tpcc_mysql_src": "tpcc", "tpcc_mysql_ref": "tpcc"}
+
+
 def test_every_knob_is_wired_in_the_playbook() -> None:
     used = jinja_names(load(PLAYBOOK))
-    assert sorted(set(knobs()) - used) == []
+    assert sorted(set(knobs()) - used - set(ROLE_KNOBS)) == []
+    for name, role in ROLE_KNOBS.items():
+        assert name in options(role), f"{name} is no input of role {role}"
+        assert knobs()[name] == options(role)[name]["default"], name
 
 
 def test_the_playbook_passes_each_knob_under_its_own_name() -> None:

@@ -1,0 +1,1 @@
+../../../module_utils/innomatrix_tpcc.py
