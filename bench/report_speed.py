@@ -6,7 +6,8 @@ size a real one-hour trial at a 1 s interval leaves (driver.log, vmstat.log, ios
 status.log: see tests/fixtures/report/synth.py), then times, with the page cache warm for both:
     grep -c . <every driver.log, vmstat.log, iostat.json and status.log>
     innomatrix.frame.load(run)
-Prints the figures; asserts nothing.
+Prints the figures, each run's wall time, and where one process spends its CPU time (each file's
+reader over every trial, then assembling the frame); asserts nothing.
 
     .venv/bin/python bench/report_speed.py [--trials 100] [--intervals 3600] [--keep DIR]
 """
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "report"))
 
 from innomatrix import frame
 from innomatrix.frame import TRIAL_FILES
+from innomatrix.parse import fast_sysbench, iostat, status, vmstat
 from synth import Trial, ramp, write_trial
 
 
@@ -44,8 +46,8 @@ def build(run: Path, trials: int, intervals: int) -> list[Path]:
     return directories
 
 
-def timed(function, repeat: int = 3) -> tuple[float, float]:
-    """Median wall and CPU seconds (this process and its children) of `repeat` runs; the cache is warm."""
+def timed(function, repeat: int = 3) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds (this process and its children) of each of `repeat` runs; the cache is warm."""
     walls, cpus = [], []
     for _ in range(repeat):
         before = os.times()
@@ -54,7 +56,28 @@ def timed(function, repeat: int = 3) -> tuple[float, float]:
         walls.append(time.perf_counter() - started)
         after = os.times()
         cpus.append(sum(after[:4]) - sum(before[:4]))
-    return statistics.median(walls), statistics.median(cpus)
+    return walls, cpus
+
+
+def stages(run: Path, directories: list[Path]) -> dict[str, float]:
+    """CPU seconds of each part of a one-process load: each file's reader over every trial, then assembly."""
+    readers = {
+        "driver.log": lambda d: fast_sysbench.parse_output_columns((d / "driver.log").read_text(errors="replace")),
+        "vmstat.log": lambda d: vmstat.read(d / "vmstat.log"),
+        "iostat.json": lambda d: iostat.read(d / "iostat.json"),
+        "status.log": lambda d: status.read(d / "status.log", frame.STATUS_COUNTERS + frame.STATUS_GAUGES),
+    }
+    spent = {}
+    for name, reader in readers.items():
+        started = time.process_time()
+        for directory in directories:
+            reader(directory)
+        spent[name] = time.process_time() - started
+    loaded = [frame.load_trial(directory, run) for directory in directories]
+    started = time.process_time()
+    frame.assemble(run, loaded)
+    spent["assembly"] = time.process_time() - started
+    return spent
 
 
 def main() -> None:
@@ -76,25 +99,36 @@ def main() -> None:
         per_file = {name: sum(os.path.getsize(d / name) for d in directories) / len(directories) for name in TRIAL_FILES}
         grep = ["grep", "-c", ".", *files]
         subprocess.run(grep, check=True, capture_output=True)  # warm the page cache
+        load_before = os.getloadavg()[0]
         # stdout must be read: GNU grep stops at the first match when its output is /dev/null.
-        grep_wall, grep_cpu = timed(lambda: subprocess.run(grep, check=True, capture_output=True), args.repeat)
+        grep_walls, grep_cpus = timed(lambda: subprocess.run(grep, check=True, capture_output=True), args.repeat)
         rows = []
-        one_wall, one_cpu = timed(lambda: rows.append(len(frame.load(run, workers=1).intervals)), args.repeat)
+        one_walls, one_cpus = timed(lambda: rows.append(len(frame.load(run, workers=1).intervals)), args.repeat)
         auto = min(os.cpu_count() or 1, 8) if len(directories) >= frame.PARALLEL_FROM else 1
-        auto_wall, _ = timed(lambda: rows.append(len(frame.load(run).intervals)), args.repeat)
+        auto_walls, _ = timed(lambda: rows.append(len(frame.load(run).intervals)), args.repeat)
+        load_after = os.getloadavg()[0]
+        spent = stages(run, directories)
+        grep_wall, grep_cpu = statistics.median(grep_walls), statistics.median(grep_cpus)
         million = lines / 1e6
         print(f"tree: {args.trials} trials × {args.intervals} intervals, {len(files)} files, {size / 2**20:,.0f} MiB, "
               f"{lines:,} lines (built in {built_s:.0f} s)")
         print("mean file size per trial: " + ", ".join(f"{n} {s / 2**20:.2f} MiB" for n, s in per_file.items()))
         print(f"frame: {rows[-1]:,} rows (one per interval per metric per trial)")
-        print(f"load average before timing: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+        print(f"load average before timing: {load_before:.1f} on {os.cpu_count()} CPUs (after: {load_after:.1f}); "
               f"median of {args.repeat} warm runs each; LANG={os.environ.get('LANG', '')!r}")
-        print(f"{'':34}{'wall s':>8}{'s/M lines':>11}{'× grep':>8}   {'CPU s':>7}{'× grep':>8}")
-        for name, wall, cpu in (("grep -c .", grep_wall, grep_cpu), ("frame.load, 1 process", one_wall, one_cpu),
-                                (f"frame.load, {auto} worker processes", auto_wall, None)):
+        print(f"{'':34}{'wall s':>8}{'s/M lines':>11}{'× grep':>8}   {'CPU s':>7}{'× grep':>8}   wall s of each run")
+        one_cpu = statistics.median(one_cpus)
+        for name, walls, cpu in (("grep -c .", grep_walls, grep_cpu), ("frame.load, 1 process", one_walls, one_cpu),
+                                 (f"frame.load, {auto} worker processes", auto_walls, None)):
+            wall = statistics.median(walls)
             cpu_text = f"{cpu:7.2f}{cpu / grep_cpu:7.1f}×" if cpu is not None else f"{'–':>7}{'':8}"
-            print(f"{name:34}{wall:8.2f}{wall / million:11.3f}{wall / grep_wall:7.1f}×   {cpu_text}")
+            runs = ", ".join(f"{run_wall:.2f}" for run_wall in walls)
+            print(f"{name:34}{wall:8.2f}{wall / million:11.3f}{wall / grep_wall:7.1f}×   {cpu_text}   {runs}")
         print("target: frame.load ≤ 10 × grep per million lines")
+        if auto > 1:
+            print("(the first run with workers also starts the server they are forked from, once per process)")
+        print("CPU s of one process by stage: " + ", ".join(f"{name} {seconds:.2f}" for name, seconds in spent.items())
+              + f" (frame.load, 1 process: {one_cpu:.2f} in all)")
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

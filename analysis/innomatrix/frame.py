@@ -39,8 +39,8 @@ import pandas as pd
 
 from innomatrix import results
 from innomatrix.knobs import KnobError, parse_size
-from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
-from innomatrix.parse.sysbench import parse_output
+from innomatrix.parse import ParseError, Samples, iostat, status, tpcc, vmstat
+from innomatrix.parse.fast_sysbench import parse_output_columns
 
 STATUS_COUNTERS = (
     "Innodb_data_written", "Innodb_os_log_written", "Innodb_data_read", "Innodb_data_reads",
@@ -59,6 +59,7 @@ STATUS_GAUGES = (
 TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
 PARALLEL_FROM = 16
 _EPSILON_S = 1e-6
+NOT_APPLICABLE = "-"
 _REPORT_INTERVAL = re.compile(r"--report-interval[= ](\d+(?:\.\d+)?)")
 _QUARTER_HOUR_S = 900
 
@@ -133,7 +134,10 @@ def load(run_dir: str | Path, progress: Progress | None = None, workers: int | N
                 progress(index, len(directories), directory.relative_to(run).as_posix())
         return assemble(run, loaded)
     # forkserver: the parent may hold pyarrow's threads, which fork would copy in an unknown state.
+    # The server imports this module once and forks each worker from it ready to parse, instead of
+    # each worker importing numpy, pandas and pyarrow itself (a second or more per pool).
     context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         for index, trial in enumerate(pool.map(load_trial, directories, [run] * len(directories)), start=1):
             loaded.append(trial)
@@ -143,34 +147,47 @@ def load(run_dir: str | Path, progress: Progress | None = None, workers: int | N
 
 
 def assemble(run: Path, loaded: list[TrialData]) -> Frame:
-    """Concatenate trials into the long table once (per-trial arrays, categorical codes)."""
+    """Write every trial's arrays once into the long table's columns (categorical codes for names)."""
     metric_names = sorted({name for trial in loaded for name in trial.names})
     code_of = {name: code for code, name in enumerate(metric_names)}
-    trial_ids = [trial.meta["trial"] for trial in loaded]
-    t_parts, value_parts, metric_parts, trial_parts, measured_parts = [], [], [], [], []
+    rows = sum(len(t) for trial in loaded for t in trial.t)
+    trial_codes = np.empty(rows, dtype=_codes_dtype(len(loaded)))
+    t_column = np.empty(rows, dtype=np.float64)
+    metric_codes = np.empty(rows, dtype=_codes_dtype(len(metric_names)))
+    value_column = np.empty(rows, dtype=np.float64)
+    measured_column = np.empty(rows, dtype=bool)
+    end = 0
     for code, trial in enumerate(loaded):
         warmup = trial.meta["warmup_s"]
         interval = trial.meta["report_interval_s"]
         last = trial.meta["driver_last_t"]
+        trial_start = end
         for t, name, values in zip(trial.t, trial.names, trial.values):
-            t_parts.append(t)
-            value_parts.append(values)
-            metric_parts.append(np.full(len(t), code_of[name], dtype=np.int32))
-            trial_parts.append(np.full(len(t), code, dtype=np.int32))
-            measured_parts.append((t - interval >= warmup - _EPSILON_S) & (t <= last + _EPSILON_S))
+            start, end = end, end + len(t)
+            t_column[start:end] = t
+            metric_codes[start:end] = code_of[name]
+            value_column[start:end] = values
+            measured_column[start:end] = (t - interval >= warmup - _EPSILON_S) & (t <= last + _EPSILON_S)
+        trial_codes[trial_start:end] = code
+    trial_ids = [trial.meta["trial"] for trial in loaded]
+    # copy=False: pandas would otherwise copy every column and stack t with value, doubling the time.
     intervals = pd.DataFrame({
-        "trial": pd.Categorical.from_codes(_joined(trial_parts, np.int32), categories=pd.Index(trial_ids)),
-        "t": _joined(t_parts, np.float64),
-        "metric": pd.Categorical.from_codes(_joined(metric_parts, np.int32), categories=pd.Index(metric_names)),
-        "value": _joined(value_parts, np.float64),
-        "measured": _joined(measured_parts, bool),
-    })
+        "trial": pd.Categorical.from_codes(trial_codes, categories=pd.Index(trial_ids)),
+        "t": t_column,
+        "metric": pd.Categorical.from_codes(metric_codes, categories=pd.Index(metric_names)),
+        "value": value_column,
+        "measured": measured_column,
+    }, copy=False)
     trials = pd.DataFrame([trial.meta for trial in loaded]).set_index("trial")
     return Frame(run_dir=run, trials=trials, intervals=intervals)
 
 
-def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.array([], dtype=dtype)
+def _codes_dtype(categories: int) -> type[np.signedinteger]:
+    """The integer type pandas keeps categorical codes in; codes in any other would be copied into it."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if categories < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def load_trial(directory: Path, run: Path) -> TrialData:
@@ -186,7 +203,7 @@ def load_trial(directory: Path, run: Path) -> TrialData:
     meta = _meta(record, trial_id, trial_json)
     data = TrialData(meta=meta)
     notes: list[str] = []
-    _driver(directory / "driver.log", data, notes)
+    (_tpcc_driver if meta["workload"] == "tpcc" else _driver)(directory / "driver.log", data, notes)
     if meta["report_interval_s"] is None:
         raise FrameError(f"{trial_json}: no report interval (durations.report_interval_s, --report-interval "
                          "in driver.command, or two driver intervals)")
@@ -238,11 +255,12 @@ def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, 
     interval = durations.get("report_interval_s")
     if interval is None and (match := _REPORT_INTERVAL.search(driver.get("command") or "")):
         interval = float(match[1])
-    bp_size = str(cell.get("bp_size", parts[4][3:]))
-    try:
-        bp_bytes = parse_size("bp_size", bp_size)
-    except KnobError:
-        bp_bytes = -1
+    # <size> of bp-<size> (the buffer pool) or of bs-<size> (a fileio cell's block size); the
+    # other is "-", never None, which pandas' groupby would drop.
+    sizes = {"bp": NOT_APPLICABLE, "bs": NOT_APPLICABLE, parts[4][:2]: parts[4][3:]}
+    bp_size = str(cell.get("bp_size") or sizes["bp"])
+    block_size = str(cell.get("block_size") or sizes["bs"])
+    fileio = record.get("fileio") or {}
     return {
         "trial": trial_id,
         "host": str(cell.get("host", parts[0])),
@@ -250,7 +268,9 @@ def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, 
         "workload": str(cell.get("workload", parts[2])),
         "variant": str(cell.get("variant", parts[3])),
         "bp_size": bp_size,
-        "bp_bytes": bp_bytes,
+        "bp_bytes": _bytes(bp_size),
+        "block_size": block_size,
+        "block_bytes": _bytes(block_size),
         "threads": int(cell.get("threads", parts[5][1:])),
         "repeat": int(cell.get("repeat", parts[6][1:])),
         "status": str(record.get("status", "unknown")),
@@ -276,9 +296,20 @@ def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, 
         "driver_reconnects": None,
         "driver_kind": None,
         "fatal": "",
+        "driver_flags": "; ".join(map(str, record.get("flags") or [])),
+        "fileio_run_p95_ms": fileio.get("run_latency_p95_ms"),
+        "fileio_run_p99_ms": fileio.get("run_latency_p99_ms"),
         "iostat_truncated": False,
         "iostat_device": "",
     }
+
+
+def _bytes(label: str) -> int:
+    """A size label in bytes; -1 where there is none."""
+    try:
+        return parse_size("size", label)
+    except KnobError:
+        return -1
 
 
 def _timestamp(text: str, path: Path, what: str) -> pd.Timestamp:
@@ -299,32 +330,29 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
         notes.append("driver: no driver.log")
         return
     try:
-        parsed = parse_output(path.read_text(errors="replace"))
+        output = parse_output_columns(path.read_text(errors="replace"))
     except ValueError as exc:
         raise ParseError(path, str(exc)) from None
-    intervals = parsed["intervals"]
-    summary = parsed["summary"]
-    meta["fatal"] = "; ".join(parsed["fatal"][:3])
+    summary = output.summary
+    meta["fatal"] = "; ".join(output.fatal[:3])
     meta["driver_total_time_s"] = summary.get("total_time_s")
     meta["driver_transactions"] = summary.get("transactions")
     meta["driver_ignored_errors"] = summary.get("ignored_errors")
     meta["driver_reconnects"] = summary.get("reconnects")
-    if not intervals:
+    if not output.kinds:
         notes.append("driver: no interval lines")
         return
-    kinds = {interval["kind"] for interval in intervals}
-    if len(kinds) > 1:
-        raise ParseError(path, f"mixes interval kinds {sorted(kinds)}")
-    kind = kinds.pop()
-    t = np.array([interval["t"] for interval in intervals], dtype=np.float64)
+    if len(output.kinds) > 1:
+        raise ParseError(path, f"mixes interval kinds {output.kinds}")
+    kind = output.kinds[0]
+    t = output.columns["t"]
     if meta["report_interval_s"] is None and len(t) > 1:
         meta["report_interval_s"] = float(np.median(np.diff(t)))
     meta["driver_last_t"] = float(t.max())
-    pcts = {interval["lat_pct"] for interval in intervals if interval["lat_pct"] is not None}
+    pcts = set(output.columns["lat_pct"][~np.isnan(output.columns["lat_pct"])].tolist())
     meta["latency_pct"] = pcts.pop() if len(pcts) == 1 else None
     names = _OLTP_METRICS if kind == "oltp" else _FILEIO_METRICS
-    columns = {name: np.array([np.nan if interval[name] is None else interval[name] for interval in intervals],
-                              dtype=np.float64) for name in names}
+    columns = {name: output.columns[name] for name in names}
     if kind == "oltp":
         columns["throughput"] = columns["tps"]
         meta["throughput_unit"] = "tps"
@@ -334,6 +362,40 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
     meta["driver_kind"] = kind
     for name, values in columns.items():
         data.add(t, f"driver.{name}", values)
+
+
+def _tpcc_driver(path: Path, data: TrialData, notes: list[str]) -> None:
+    """tpcc_start's output: New-Orders per interval as tpmC, and their p95 and p99 latency.
+
+    Its interval times count from MEASURING START, which follows the driver's start within its
+    connection set-up (the trial runs with no ramp-up): the driver's clock, like sysbench's.
+    """
+    meta = data.meta
+    if not path.exists():
+        notes.append("driver: no driver.log")
+        return
+    try:
+        parsed = tpcc.parse_output(path.read_text(errors="replace"))
+    except ValueError as exc:
+        raise ParseError(path, str(exc)) from None
+    meta["fatal"] = "; ".join(fatal["text"] for fatal in parsed["fatal"][:3])
+    meta["driver_kind"] = "tpcc"
+    meta["throughput_unit"] = "tpmC"
+    intervals = parsed["intervals"]
+    if not intervals:
+        notes.append("driver: no interval lines")
+        return
+    interval = float(parsed["interval_s"] or meta["report_interval_s"] or 0) or None
+    meta["report_interval_s"] = meta["report_interval_s"] or interval
+    t = np.array([row["t"] for row in intervals], dtype=np.float64)
+    meta["driver_last_t"] = float(t.max())
+    meta["latency_pct"] = 95.0
+    new_orders = np.array([row["new_order_count"] for row in intervals], dtype=np.float64)
+    data.add(t, "driver.new_orders", new_orders)
+    data.add(t, "driver.throughput", new_orders * 60 / meta["report_interval_s"])
+    for name, field_name in (("lat_ms", "p95_ms"), ("p99_ms", "p99_ms")):
+        data.add(t, f"driver.{name}", np.array([np.nan if row[field_name] is None else row[field_name]
+                                                 for row in intervals], dtype=np.float64))
 
 
 def _utc64(moment: pd.Timestamp) -> np.datetime64:

@@ -108,6 +108,10 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise PlanError("mycnf_overrides must map option names to values")
     if any(mycnf.normalize_name(str(name)) == "innodb_buffer_pool_size" for name in overrides):
         raise PlanError("mycnf_overrides sets innodb_buffer_pool_size; use bp_sizes, which sweeps it")
+    # sysbench may not print the last interval of a run: a short step needs two to measure one.
+    if "fileio" in workloads and k.positive_int("fileio_step_duration", knobs.get("fileio_step_duration")) < 2 * interval:
+        raise PlanError(f"fileio_step_duration={knobs.get('fileio_step_duration')} holds fewer than two report "
+                        f"intervals of {interval} s (sysbench may not print the last one); make it at least {2 * interval}")
     if "tpcc" in workloads and (warmup % interval or duration % interval):
         raise PlanError(f"tpcc: warmup={warmup} and duration={duration} must be whole multiples of "
                         f"report_interval={interval}; tpcc_start measures whole intervals only")

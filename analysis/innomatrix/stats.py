@@ -185,7 +185,8 @@ CELL_METRICS = (
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written",
 )
-DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "threads", "repeat")
+DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "block_size", "block_bytes", "threads",
+              "repeat")
 
 
 def cells(frame: Frame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
@@ -268,6 +269,9 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "innodb_bytes_per_trx": innodb_bps / tps_mean if tps_mean and tps_mean > 0 else float("nan"),
         "device_bytes_per_trx": device_bps / tps_mean if tps_mean and tps_mean > 0 else float("nan"),
         "write_amplification": device_bps / innodb_bps if innodb_bps and innodb_bps > 0 else float("nan"),
+        # fileio: the whole run's percentiles from sysbench's latency histogram (trial.json).
+        "fileio_run_p95_ms": meta["fileio_run_p95_ms"],
+        "fileio_run_p99_ms": meta["fileio_run_p99_ms"],
     })
     whole_t = whole["t"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
     whole_v = whole["value"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
@@ -284,6 +288,15 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     return row
 
 
+# What the driver itself flagged in trial.json (tpcc-mysql's judgement, kept as a mark).
+DRIVER_FLAGS = {
+    "response_time_ng": "tpcc response-time check [NG] (tpcc-mysql runs without think time)",
+    "sql_errors": "tpcc SQL errors (statements retried)",
+    "new_orders_after_last_interval": "tpcc counted New-Orders after its last interval line",
+    "stall_intervals": "tpcc intervals without a New-Order",
+}
+
+
 def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
     """Why a cell's figures should not be taken at face value; empty when there is no reason."""
     reasons = []
@@ -291,6 +304,8 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
         reasons.append(f"trial {meta['status']}" + (f": {meta['reasons']}" if meta["reasons"] else ""))
     if meta.get("fatal"):
         reasons.append(f"driver FATAL: {meta['fatal']}")
+    for flag in filter(None, str(meta.get("driver_flags") or "").split("; ")):
+        reasons.append(DRIVER_FLAGS.get(flag, f"driver: {flag}"))
     if row["intervals_measured"] == 0:
         reasons.append("no interval measured after the warmup")
     if row["stall_intervals"]:

@@ -133,6 +133,12 @@ BAD_FILEIO = [
 ]
 
 
+def test_a_step_must_hold_two_report_intervals() -> None:
+    with pytest.raises(plan.PlanError, match="^fileio_step_duration=3 holds fewer than two report intervals of 2 s"):
+        plan.expand(fileio_knobs(fileio_step_duration=3, report_interval=2), CTX, {})
+    assert plan.expand(fileio_knobs(fileio_step_duration=4, report_interval=2), CTX, {})["counts"]["cells"] == 30
+
+
 @pytest.mark.parametrize(("changes", "message"), BAD_FILEIO, ids=[m for _, m in BAD_FILEIO])
 def test_a_bad_fileio_knob_is_refused_with_one_line(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(KnobError) as exc:

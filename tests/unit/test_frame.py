@@ -7,9 +7,10 @@ import pickle
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
-from innomatrix import frame
-from innomatrix.parse import ParseError
+from innomatrix import frame, results
+from innomatrix.parse import ParseError, fast_sysbench, iostat, status, vmstat
 from trees import Trial, real_tiny, steady, write_trial
 
 
@@ -121,3 +122,44 @@ def test_errors_survive_the_trip_back_from_a_worker_process():
     error = pickle.loads(pickle.dumps(ParseError("r1/status.log", "expected the header", 1)))
     assert (type(error), str(error), error.line) == (ParseError, "r1/status.log:1: expected the header", 1)
     assert str(pickle.loads(pickle.dumps(frame.FrameError("x: no times.started")))) == "x: no times.started"
+
+
+def _mixed_run(tmp_path):
+    run = real_tiny(tmp_path)
+    for repeat in (1, 2):
+        write_trial(run, Trial(tps=steady(120, 900.0, 0.2, seed=repeat), repeat=repeat, seed=repeat, warmup_s=20,
+                               threads=4 * repeat))
+    return run
+
+
+def test_the_fast_readers_give_the_frame_the_exact_readers_give(tmp_path, monkeypatch):
+    run = _mixed_run(tmp_path)
+    fast = frame.load(run, workers=1)
+
+    def no_table(path):
+        raise pa.ArrowInvalid("read exactly")
+
+    monkeypatch.setattr(fast_sysbench, "_in_bulk", lambda text: None)
+    monkeypatch.setattr(vmstat, "_fast_samples", lambda text: None)
+    monkeypatch.setattr(iostat, "_fast_samples", lambda data, text, path, device: None)
+    monkeypatch.setattr(status, "_fast_table", no_table)
+    exact = frame.load(run, workers=1)
+    pd.testing.assert_frame_equal(fast.intervals, exact.intervals)
+    pd.testing.assert_frame_equal(fast.trials, exact.trials)
+
+
+def test_the_long_table_is_every_trials_series_in_turn(tmp_path):
+    run = _mixed_run(tmp_path)
+    loaded = frame.load(run, workers=1)
+    trials = [frame.load_trial(directory, run) for directory in results.trial_dirs(run)]
+    parts = []
+    for trial in trials:
+        meta = trial.meta
+        for t, name, values in zip(trial.t, trial.names, trial.values):
+            measured = (t - meta["report_interval_s"] >= meta["warmup_s"] - 1e-6) & (t <= meta["driver_last_t"] + 1e-6)
+            parts.append(pd.DataFrame({"trial": meta["trial"], "t": t, "metric": name, "value": values,
+                                       "measured": measured}))
+    expected = pd.concat(parts, ignore_index=True)
+    expected["trial"] = pd.Categorical(expected["trial"], categories=[trial.meta["trial"] for trial in trials])
+    expected["metric"] = pd.Categorical(expected["metric"], categories=sorted(set(expected["metric"])))
+    pd.testing.assert_frame_equal(loaded.intervals, expected)

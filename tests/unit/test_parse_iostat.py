@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from innomatrix.parse import ParseError, iostat
-from trees import REAL_TINY
+from trees import REAL_TINY, Trial, steady, write_trial
 
 REAL = REAL_TINY / "localhost/xfs/oltp/A/bp-64M/t2/r1/iostat.json"
 
@@ -70,3 +71,97 @@ def test_a_missing_device_is_an_error():
     disks = [[{"disk_device": "sda", "util": 1.0}] for _ in range(3)]
     with pytest.raises(ParseError, match="no disk 'sdb'"):
         iostat.parse(_document(disks), "i.json", device="sdb")
+
+
+# `read` takes Arrow's reader for the plain document and `parse` for anything else; both must agree.
+
+
+def assert_same(got, expected) -> None:
+    assert list(got.metrics) == list(expected.metrics)
+    for name in got.metrics:
+        np.testing.assert_array_equal(got.metrics[name], expected.metrics[name], err_msg=name)
+    np.testing.assert_array_equal(got.times, expected.times)
+    assert (got.notes, got.device, got.truncated) == (expected.notes, expected.device, expected.truncated)
+
+
+def assert_fast_and_exact_agree(path, device=None) -> None:
+    data = path.read_bytes()
+    fast = iostat._fast_samples(data, data.decode(), path, device)
+    assert fast is not None
+    assert_same(fast, iostat.parse(data.decode(), path, device))
+    assert_same(iostat.read(path, device), fast)
+
+
+def test_the_fast_and_the_exact_reader_agree_on_the_real_document():
+    assert_fast_and_exact_agree(REAL)
+    assert_fast_and_exact_agree(REAL, "loop0")
+
+
+def test_the_fast_and_the_exact_reader_agree_on_an_hour_long_document(tmp_path):
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(3600, 1500.0, 0.3), files=("iostat.json",)))
+    assert_fast_and_exact_agree(directory / "iostat.json")
+
+
+@pytest.mark.parametrize("device", [None, "sda", "nvme0n1"])
+def test_the_fast_and_the_exact_reader_agree_on_several_devices(tmp_path, device):
+    disks = [[{"disk_device": "sda", "rMB/s": 1.5 * k, "r_await": k, "util": 1.0},
+              {"disk_device": "nvme0n1", "rMB/s": 2.0, "r_await": 0.25, "util": 50.0 + k}] for k in range(4)]
+    disks[2].reverse()  # the order of the devices may change from one entry to the next
+    path = tmp_path / "i.json"
+    path.write_text(_document(disks))
+    assert_fast_and_exact_agree(path, device)
+
+
+def test_the_first_samples_field_order_names_the_metrics_whatever_the_since_boot_entry_says(tmp_path):
+    document = json.loads(_document([[{"disk_device": "sda", "r/s": 1.0, "util": 2.0}]] * 3))
+    boot = document["sysstat"]["hosts"][0]["statistics"][0]
+    boot["avg-cpu"] = {"idle": 99.0, "user": 1.0}
+    boot["disk"] = [{"util": 2.0, "r/s": 1.0, "disk_device": "sda"}]
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(document))
+    assert list(iostat.read(path).metrics) == ["cpu_user", "cpu_idle", "r/s", "util"]
+    assert_fast_and_exact_agree(path)
+
+
+def _unusual(kind: str) -> str:
+    text = REAL.read_text()
+    return {
+        "cut short": text[: text.rindex("}") - 20],
+        "damaged in the middle": text.replace('"w/s": 1758.00', '"w/s": 17x58.00'),
+        "a field missing from one entry": text.replace('"w/s": 1758.00, ', "", 1),
+        "a value that is text": text.replace('"w/s": 1758.00', '"w/s": "1758.00"'),
+        "a value that is true": text.replace('"w/s": 1758.00', '"w/s": true'),
+        "a value that is null": text.replace('"w/s": 1758.00', '"w/s": null'),
+        "a time stamp that is not ISO": text.replace("2026-11-22T02:43:53+0000", "11/22/26 02:43:53"),
+        "a duplicated key": text.replace('"w/s": 1758.00', '"w/s": 1.00, "w/s": 1758.00'),
+        "Infinity": text.replace('"w/s": 1758.00', '"w/s": Infinity'),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["cut short", "damaged in the middle", "a field missing from one entry",
+                                  "a value that is text", "a value that is true", "a value that is null",
+                                  "a time stamp that is not ISO", "a duplicated key", "Infinity"])
+def test_an_unusual_document_reads_as_the_exact_reader_reads_it(tmp_path, kind):
+    path = tmp_path / "iostat.json"
+    path.write_text(_unusual(kind))
+    try:
+        expected = iostat.parse(path.read_text(), path)
+    except ParseError as error:
+        with pytest.raises(ParseError) as caught:
+            iostat.read(path)
+        assert str(caught.value) == str(error)
+        return
+    assert_same(iostat.read(path), expected)
+
+
+def test_bytes_that_are_not_utf8_read_as_the_exact_reader_reads_them(tmp_path):
+    path = tmp_path / "iostat.json"
+    path.write_bytes(REAL.read_bytes().replace(b'"nodename": "', b'"nodename": "\xff', 1))
+    assert_same(iostat.read(path), iostat.parse(path.read_bytes().decode(errors="replace"), path))
+
+
+def test_a_missing_device_is_an_error_from_either_reader(tmp_path):
+    path = tmp_path / "i.json"
+    path.write_text(_document([[{"disk_device": "sda", "util": 1.0}] for _ in range(3)]))
+    with pytest.raises(ParseError, match="no disk 'sdb'"):
+        iostat.read(path, device="sdb")

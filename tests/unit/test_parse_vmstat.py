@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from innomatrix.parse import ParseError, vmstat
-from trees import REAL_TINY
+from trees import REAL_TINY, Trial, steady, write_trial
 
 REAL = REAL_TINY / "localhost/xfs/oltp/A/bp-64M/t2/r1/vmstat.log"
 
@@ -60,3 +60,82 @@ def test_a_repeated_identical_header_is_skipped():
     samples = vmstat.parse(text, "v.log")
     assert len(samples) == 7
     np.testing.assert_array_equal(samples.metrics["us"], vmstat.read(REAL).metrics["us"])
+
+
+# `read` splits plain output with Arrow and leaves anything else to `parse`; both must agree.
+
+
+def assert_same(got, expected) -> None:
+    assert list(got.metrics) == list(expected.metrics)
+    for name in got.metrics:
+        np.testing.assert_array_equal(got.metrics[name], expected.metrics[name], err_msg=name)
+    np.testing.assert_array_equal(got.times, expected.times)
+    assert (got.notes, got.zone, got.resolution_s) == (expected.notes, expected.zone, expected.resolution_s)
+
+
+def _variant(kind: str) -> str:
+    text = REAL.read_text()
+    lines = text.splitlines(keepends=True)
+    return {
+        "real": text,
+        "a repeated header": "".join(lines[:6] + lines[:2] + lines[6:]),
+        "local time": text.replace("UTC\n", "CET\n", 1),
+        "procps 4 adds gu": "".join([lines[0], lines[1].replace(" st ", " st gu ")]
+                                    + [line.replace(" 2026-", " 0 2026-") for line in lines[2:]]),
+        "wide output": text.replace(" ", "    "),
+        "blank lines and no last line end": "\n" + text.replace("\n", "\n\n", 3).rstrip("\n"),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["real", "a repeated header", "local time", "procps 4 adds gu", "wide output",
+                                  "blank lines and no last line end"])
+def test_the_fast_and_the_exact_reader_agree(kind):
+    text = _variant(kind)
+    fast = vmstat._fast_samples(text)
+    assert fast is not None
+    assert_same(fast, vmstat.parse(text, "v.log"))
+
+
+def test_the_fast_and_the_exact_reader_agree_on_an_hour_of_samples(tmp_path):
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(3600, 1500.0, 0.3), files=("vmstat.log",)))
+    text = (directory / "vmstat.log").read_text()
+    fast = vmstat._fast_samples(text)
+    assert fast is not None and len(fast) == 3600
+    assert_same(fast, vmstat.parse(text, "v.log"))
+
+
+def _unusual(kind: str) -> str:
+    text = REAL.read_text()
+    lines = text.splitlines(keepends=True)
+    return {
+        "a damaged number": text.replace("9999", "99x9"),
+        "a number numpy reads and Arrow does not": text.replace(" 9999 ", " 9_999 "),
+        "a number Arrow reads and numpy does not": text.replace(" 9999 ", " 0x270F "),
+        "a truncated last line": text[: text.rindex("41081") + 3],
+        "a bad date": text.replace("2026-11-22 02:43:53", "2026-11-32 02:43:53"),
+        "no -t": "".join(line.rsplit(None, 2)[0] + "\n" if i > 1 else line.replace("timestamp", "")
+                         for i, line in enumerate(lines)),
+        "data before the header": lines[3] + text,
+        "another header": "".join(lines[:6] + [lines[1].replace(" st ", " st gu ")] + lines[6:]),
+        "CRLF line ends": text.replace("\n", "\r\n"),
+        "non-ASCII": text.replace("UTC\n", "MÉZ\n", 1),
+        "only the since-boot line": "".join(lines[:3]),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["a damaged number", "a number numpy reads and Arrow does not",
+                                  "a number Arrow reads and numpy does not", "a truncated last line", "a bad date",
+                                  "no -t", "data before the header", "another header", "CRLF line ends", "non-ASCII",
+                                  "only the since-boot line"])
+def test_unusual_output_reads_as_the_exact_reader_reads_it(tmp_path, kind):
+    assert vmstat._fast_samples(_unusual(kind)) is None
+    path = tmp_path / "vmstat.log"
+    path.write_text(_unusual(kind))
+    try:
+        expected = vmstat.parse(path.read_text(), path)
+    except ParseError as error:
+        with pytest.raises(ParseError) as caught:
+            vmstat.read(path)
+        assert str(caught.value) == str(error)
+        return
+    assert_same(vmstat.read(path), expected)

@@ -18,12 +18,17 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyarrow import csv
 
 from innomatrix.parse import ParseError, Samples
 
 HEADER = "time\tvariable\tvalue\tkind"
 KINDS = ("absolute", "delta", "error")
+
+
+class _NotUtf8(ValueError):
+    """Bytes the fast reader cannot decode; the exact reader puts replacement characters in."""
 
 
 @dataclass
@@ -41,10 +46,14 @@ def read(path: str | Path, variables: Iterable[str] | None = None) -> StatusSamp
     try:
         table = _fast_table(path)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
-        table = None  # error rows, a damaged line or an odd value: the exact reader says which
-    if table is None:
-        return parse(path.read_text(errors="replace"), path, wanted)
-    return _from_columns(table, path, wanted, errors=[])
+        table = None  # a damaged line or an odd value: the exact reader names the line
+    is_absolute = _absolute_rows(table) if table is not None else None
+    if is_absolute is not None:
+        try:
+            return _from_columns(table, is_absolute, path, wanted, errors=[])
+        except (_NotUtf8, ParseError):
+            pass  # the exact reader decodes what is not UTF-8, and names the line of what is wrong
+    return parse(path.read_text(errors="replace"), path, wanted)
 
 
 def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] | None = None) -> StatusSamples:
@@ -75,12 +84,12 @@ def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] |
         values.append(number_value)
         kinds.append(kind)
     table = pa.table({
-        "time": pa.array(times, pa.string()).dictionary_encode(),
-        "variable": pa.array(names, pa.string()).dictionary_encode(),
+        "time": pa.array(times, pa.binary()),
+        "variable": pa.array(names, pa.binary()),
         "value": pa.array([float(v) for v in values], pa.float64()),
-        "kind": pa.array(kinds, pa.string()).dictionary_encode(),
+        "kind": pa.array(kinds, pa.binary()),
     })
-    return _from_columns(table, path, wanted, errors)
+    return _from_columns(table, _absolute_rows(table), path, wanted, errors)
 
 
 def _fast_table(path: Path) -> pa.Table:
@@ -88,73 +97,100 @@ def _fast_table(path: Path) -> pa.Table:
         first = handle.readline().rstrip(b"\r\n").decode(errors="replace")
     if first != HEADER:
         raise ParseError(path, f"expected the header {HEADER!r}", 1)
+    # Bytes: dictionaries would cost more to build than the rest of the parse, strings a little more.
+    # The few distinct times and names are decoded later; rows of one sample are contiguous, so
+    # samples are found where the time changes.
     return csv.read_csv(
         path,
+        read_options=csv.ReadOptions(use_threads=False),
         parse_options=csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False),
         convert_options=csv.ConvertOptions(
-            column_types={"time": pa.dictionary(pa.int32(), pa.string()),
-                          "variable": pa.dictionary(pa.int32(), pa.string()),
-                          "value": pa.int64(),
-                          "kind": pa.dictionary(pa.int32(), pa.string())},
+            column_types={"time": pa.binary(), "variable": pa.binary(), "value": pa.int64(), "kind": pa.binary()},
             strings_can_be_null=False),
-    )
+    ).combine_chunks()
 
 
-def _from_columns(table: pa.Table, path: str | Path, wanted: set[str] | None, errors: list[str]) -> StatusSamples:
-    table = table.combine_chunks()
+def _absolute_rows(table: pa.Table) -> np.ndarray | None:
+    """Which rows are absolute; None if some row is neither absolute nor delta (an `error` row or
+    another kind, which the exact reader records or rejects)."""
+    kind = table.column("kind")
+    is_absolute = pc.equal(kind, b"absolute")
+    if not pc.all(pc.or_(is_absolute, pc.equal(kind, b"delta"))).as_py():
+        return None
+    return is_absolute.to_numpy()
+
+
+def _from_columns(table: pa.Table, is_absolute: np.ndarray, path: str | Path, wanted: set[str] | None,
+                  errors: list[str]) -> StatusSamples:
+    """Samples from rows of absolute and delta kind, in the order the file holds them."""
     if table.num_rows == 0:
         empty = np.array([], dtype="datetime64[ms]")
         return StatusSamples(times=empty, resolution_s=0.001, metrics={}, errors=errors,
                              notes=["status: no sample was recorded"])
-    stamp_of, row_stamp = _dictionary(table, "time")
-    name_of, row_name = _dictionary(table, "variable")
-    kind_of, row_kind = _dictionary(table, "kind")
-    odd = sorted(set(kind_of) - set(KINDS[:2]))
-    if odd:
-        raise ParseError(path, f"unknown kind {odd[0]!r}")  # `error` rows take the exact reader
-    if not all(map(_looks_like_time, stamp_of)):
-        bad = next(s for s in stamp_of if not _looks_like_time(s))
-        raise ParseError(path, f"not an ISO 8601 UTC time: {bad!r}")
-    try:
-        stamp_times = np.array([s[:-1] for s in stamp_of], dtype="datetime64[ms]")
-    except ValueError:
-        raise ParseError(path, "a time stamp is not ISO 8601") from None
-    order = np.argsort(stamp_times, kind="stable")
-    times = stamp_times[order]
-    if len(times) > 1 and (np.diff(times) <= np.timedelta64(0, "ms")).any():
-        raise ParseError(path, "two samples share a time stamp")
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    sample = rank[row_stamp]
-    if (np.diff(sample) < 0).any():
-        raise ParseError(path, "sample times go backwards")
-    values = table.column("value").to_numpy().astype(np.float64)
-    keep = [i for i, name in enumerate(name_of) if wanted is None or name in wanted]
-    slot_of = np.full(len(name_of), -1)
-    slot_of[keep] = np.arange(len(keep))
-    slot = slot_of[row_name]
-    chosen = slot >= 0
-    absolute_code = kind_of.index("absolute") if "absolute" in kind_of else -1
-    is_absolute = row_kind == absolute_code
-    if (sample[is_absolute] != 0).any():
+    times, starts = _samples(table.column("time").chunk(0), path)
+    if len(starts) > 1 and is_absolute[starts[1]:].any():
         raise ParseError(path, "absolute rows after the first sample")
-    absolute = np.full(len(keep), np.nan)
-    absolute[slot[chosen & is_absolute]] = values[chosen & is_absolute]
-    moved = chosen & ~is_absolute
+    names, rows, slot = _wanted_rows(table.column("variable").chunk(0), wanted)
+    sample = np.searchsorted(starts, rows, side="right") - 1
+    values = table.column("value").take(rows).to_numpy().astype(np.float64)
+    absolute_row = is_absolute[rows]
+    absolute = np.full(len(names), np.nan)
+    absolute[slot[absolute_row]] = values[absolute_row]
+    moved = ~absolute_row
     flat = slot[moved] * len(times) + sample[moved]
-    deltas = np.bincount(flat, weights=values[moved], minlength=len(keep) * len(times)).reshape(len(keep), len(times))
+    deltas = np.bincount(flat, weights=values[moved], minlength=len(names) * len(times)).reshape(len(names), len(times))
     notes = [f"status: {len(errors)} samples the server did not answer"] if errors else []
     return StatusSamples(times=times, resolution_s=0.001,
-                         metrics={name_of[i]: deltas[j] for j, i in enumerate(keep)}, notes=notes,
-                         absolute={name_of[i]: float(absolute[j]) for j, i in enumerate(keep)}, errors=errors)
+                         metrics={name: deltas[j] for j, name in enumerate(names)}, notes=notes,
+                         absolute={name: float(absolute[j]) for j, name in enumerate(names)}, errors=errors)
 
 
-def _dictionary(table: pa.Table, name: str) -> tuple[list[str], np.ndarray]:
-    """A string column as (its distinct values, each row's index into them)."""
-    array = table.column(name).chunk(0)
-    if not pa.types.is_dictionary(array.type):
-        array = array.dictionary_encode()
-    return array.dictionary.to_pylist(), array.indices.to_numpy(zero_copy_only=False)
+def _samples(stamps: pa.Array, path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """The sample times, and the row each sample starts at.
+
+    The trial module writes a sample's rows together, at rising times, so a sample is a run of rows
+    with one stamp. Runs whose times do not rise mean two samples share a time or the times go
+    backwards; which one is told apart only then.
+    """
+    changes = pc.not_equal(stamps[1:], stamps[:-1]).to_numpy(zero_copy_only=False)
+    starts = np.concatenate(([0], np.flatnonzero(changes) + 1))
+    times = _parse_times(_texts(stamps.take(starts)), path)
+    if len(times) > 1 and (np.diff(times) <= np.timedelta64(0, "ms")).any():
+        distinct = _texts(pc.unique(stamps))
+        if len(np.unique(_parse_times(distinct, path))) < len(distinct):
+            raise ParseError(path, "two samples share a time stamp")
+        raise ParseError(path, "sample times go backwards")
+    return times, starts
+
+
+def _parse_times(stamps: list[str], path: str | Path) -> np.ndarray:
+    if not all(map(_looks_like_time, stamps)):
+        bad = next(s for s in stamps if not _looks_like_time(s))
+        raise ParseError(path, f"not an ISO 8601 UTC time: {bad!r}")
+    try:
+        return np.array([s[:-1] for s in stamps], dtype="datetime64[ms]")
+    except ValueError:
+        raise ParseError(path, "a time stamp is not ISO 8601") from None
+
+
+def _wanted_rows(variables: pa.Array, wanted: set[str] | None) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The variables to return, in the order they first appear; the rows that hold them; each of
+    those rows' index into the variables."""
+    if wanted is None:
+        rows, chosen = np.arange(len(variables)), variables
+    else:  # a few of the ~500 names: find their rows before encoding, not after
+        matched = pc.is_in(variables, value_set=pa.array(sorted(wanted), pa.binary()))
+        rows = np.flatnonzero(matched.to_numpy(zero_copy_only=False))
+        chosen = variables.take(rows)
+    encoded = pc.dictionary_encode(chosen)
+    return _texts(encoded.dictionary), rows, encoded.indices.to_numpy().astype(np.int64)
+
+
+def _texts(array: pa.Array) -> list[str]:
+    try:
+        return array.cast(pa.string()).to_pylist()
+    except pa.ArrowInvalid:
+        raise _NotUtf8() from None
 
 
 def _looks_like_time(stamp: str) -> bool:

@@ -157,20 +157,83 @@ def fs_by_bp(cells: pd.DataFrame) -> Table | None:
                  _flag_note(table))
 
 
+def _fileio_cells(cells: pd.DataFrame, tests: tuple[str, ...] | None = None) -> pd.DataFrame:
+    table = cells[cells["workload"] == "fileio"]
+    if tests is not None:
+        table = table[table["variant"].isin(tests)]
+    table = table.assign(iops_median=table["throughput_median"] * (1 << 20) / table["block_bytes"])
+    return table.sort_values(["host", "filesystem", "variant", "block_bytes", "threads", "repeat"])
+
+
 def fileio(cells: pd.DataFrame) -> Table | None:
-    """sysbench fileio cells: MiB/s median, standard deviation and CoV of the intervals, latency."""
-    table = cells[cells["unit"] == "MiB/s"]
+    """Every sysbench fileio cell: MiB/s and IOPS (median, stddev and CoV of the intervals),
+    the interval p95 and the whole run's p95 and p99 (from sysbench's latency histogram)."""
+    table = _fileio_cells(cells)
     if table.empty:
         return None
-    columns = ["host", "filesystem", "workload", "variant", "bp_size", "threads", "repeat", "throughput_median",
-               "throughput_std", "throughput_cov", "latency_ms_median", "flags"]
-    data = table[columns].rename(columns={"throughput_median": "mib_s_median", "throughput_std": "mib_s_std",
-                                          "throughput_cov": "cov"})
+    columns = ["host", "filesystem", "variant", "block_size", "threads", "repeat", "throughput_median", "iops_median",
+               "throughput_std", "throughput_cov", "latency_ms_median", "fileio_run_p95_ms", "fileio_run_p99_ms",
+               "stall_intervals", "flags"]
+    data = table[columns].rename(columns={"variant": "test", "throughput_median": "mib_s_median",
+                                          "throughput_std": "mib_s_std", "throughput_cov": "cov",
+                                          "latency_ms_median": "p95_ms_median", "fileio_run_p95_ms": "run_p95_ms",
+                                          "fileio_run_p99_ms": "run_p99_ms"})
     display = data.copy().astype(object)
-    for column in ("mib_s_median", "mib_s_std", "latency_ms_median"):
+    for column in ("mib_s_median", "mib_s_std", "p95_ms_median", "run_p95_ms", "run_p99_ms"):
         display[column] = [fmt(v, 2) for v in data[column]]
+    display["iops_median"] = [fmt(v, 0) for v in data["iops_median"]]
     display["cov"] = [fmt(v * 100, 1) + " %" if not pd.isna(v) else "–" for v in data["cov"]]
-    return Table("fileio", "sysbench fileio: MiB/s per cell", data, display)
+    return Table("fileio", "sysbench fileio: every cell", data.reset_index(drop=True), display.reset_index(drop=True))
+
+
+def fileio_blocks(cells: pd.DataFrame) -> Table | None:
+    """The block-size × threads table (JDevelopment's): IOPS and MiB/s for every block size at
+    every thread count, random read and random write. Every cell is shown: the collapses at
+    some block sizes are the finding, not noise to average away."""
+    table = _fileio_cells(cells, ("table-rndrd", "table-rndwr"))
+    if table.empty:
+        return None
+    groups = ["host", "filesystem", "variant", "block_size"]
+    order = {label: size for label, size in zip(table["block_size"], table["block_bytes"])}
+    medians = table.groupby([*groups, "threads"], sort=False)[["iops_median", "throughput_median"]].median()
+    flagged = table.groupby([*groups, "threads"], sort=False)["flagged"].any()
+    iops = medians["iops_median"].unstack("threads")
+    mib = medians["throughput_median"].unstack("threads")
+    marks = flagged.unstack("threads").fillna(False)
+    index = sorted(iops.index, key=lambda key: (*key[:3], order[key[3]]))
+    iops, mib, marks = iops.loc[index], mib.loc[index], marks.loc[index]
+    data = pd.concat({"iops": iops, "mib_s": mib}, axis=1)
+    data.columns = [f"{kind}_t{threads}" for kind, threads in data.columns]
+    display = pd.DataFrame(
+        {f"t{threads}": [f"{fmt(i, 0)} IOPS / {fmt(m, 1)} MiB/s" + (f" {FLAG_MARK}" if mark else "")
+                         for i, m, mark in zip(iops[threads], mib[threads], marks[threads])]
+         for threads in iops.columns},
+        index=iops.index,
+    )
+    return Table("fileio_blocks", "sysbench fileio: block size × threads (random read and write)",
+                 data.reset_index().rename(columns={"variant": "test"}),
+                 display.reset_index().rename(columns={"variant": "test"}), _flag_note(table))
+
+
+def fileio_sweep(cells: pd.DataFrame) -> Table | None:
+    """The synchronous random-read thread sweep: where throughput peaks, and what p95 and p99
+    response times cost at each thread count."""
+    table = _fileio_cells(cells, ("sync-rndrd",))
+    if table.empty:
+        return None
+    columns = ["host", "filesystem", "block_size", "threads", "throughput_median", "iops_median",
+               "fileio_run_p95_ms", "fileio_run_p99_ms", "flags"]
+    data = table[columns].groupby(columns[:4], sort=False).agg(
+        {"throughput_median": "median", "iops_median": "median", "fileio_run_p95_ms": "median",
+         "fileio_run_p99_ms": "median", "flags": lambda f: "; ".join(x for x in f if x)}).reset_index()
+    data = data.rename(columns={"throughput_median": "mib_s", "iops_median": "iops", "fileio_run_p95_ms": "p95_ms",
+                                "fileio_run_p99_ms": "p99_ms"})
+    display = data.copy().astype(object)
+    display["mib_s"] = [fmt(v, 1) for v in data["mib_s"]]
+    display["iops"] = [fmt(v, 0) for v in data["iops"]]
+    for column in ("p95_ms", "p99_ms"):
+        display[column] = [fmt(v, 3) for v in data[column]]
+    return Table("fileio_sweep", "sysbench fileio: synchronous random read, thread sweep", data, display)
 
 
 SUMMARY_COLUMNS = (

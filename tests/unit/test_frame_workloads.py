@@ -1,0 +1,73 @@
+"""tpcc and fileio trials in the tidy frame and the per-cell table, from real driver output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from innomatrix import frame, stats
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+TPCC_LOG = FIXTURES / "tpcc" / "tpcc_start-2wh-4c.log"  # -i 5, -l 30: six intervals
+FILEIO_LOG = FIXTURES / "sysbench" / "fileio" / "1.0.20-rndrd-sync-direct-16k-t8-p95-histogram.txt"
+
+
+def trial(run: Path, path: str, driver_log: Path, **record: Any) -> None:
+    directory = run / path
+    directory.mkdir(parents=True)
+    shutil.copy(driver_log, directory / "driver.log")
+    host, fs, workload, variant, size, threads, repeat = path.split("/")
+    cell = {"host": host, "filesystem": fs, "workload": workload, "variant": variant,
+            "threads": int(threads[1:]), "repeat": int(repeat[1:])}
+    cell["bp_size" if size.startswith("bp-") else "block_size"] = size[3:]
+    (directory / "trial.json").write_text(json.dumps({
+        "schema": 1, "key": "k" * 16, "status": "ok", "reasons": [], "cell": cell,
+        "times": {"started": "2026-11-22T06:00:00Z", "measure_start": "2026-11-22T06:00:10Z",
+                  "ended": "2026-11-22T06:00:40Z"},
+        **record,
+    }))
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> tuple[frame.Frame, Any]:
+    run = tmp_path_factory.mktemp("run")
+    trial(run, "db1/xfs/tpcc/A/bp-64M/t4/r1", TPCC_LOG, flags=["response_time_ng"],
+          durations={"warmup_s": 10, "measured_s": 20, "report_interval_s": 5})
+    trial(run, "db1/xfs/fileio/sync-rndrd/bs-16K/t8/r1", FILEIO_LOG,
+          durations={"warmup_s": 0, "measured_s": 2, "report_interval_s": 1},
+          fileio={"run_latency_p95_ms": 0.34, "run_latency_p99_ms": 0.35})
+    the_frame = frame.load(run, workers=1)
+    return the_frame, stats.cells(the_frame).set_index("trial")
+
+
+def test_tpcc_intervals_are_tpmc_on_the_driver_clock(loaded) -> None:
+    the_frame, cells = loaded
+    meta = the_frame.trials.loc["db1/xfs/tpcc/A/bp-64M/t4/r1"]
+    assert (meta["throughput_unit"], meta["driver_kind"], meta["latency_pct"]) == ("tpmC", "tpcc", 95.0)
+    assert (meta["bp_size"], meta["block_size"], meta["block_bytes"]) == ("64M", "-", -1)
+    rows = the_frame.intervals[(the_frame.intervals["trial"] == "db1/xfs/tpcc/A/bp-64M/t4/r1")
+                               & (the_frame.intervals["metric"] == "driver.throughput")]
+    assert list(rows["t"]) == [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
+    # The first interval's 731 New-Orders in 5 s are 8772 tpmC; the warmup (10 s) is not measured.
+    assert rows["value"].iloc[0] == pytest.approx(731 * 60 / 5)
+    assert list(rows["measured"]) == [False, False, True, True, True, True]
+    cell = cells.loc["db1/xfs/tpcc/A/bp-64M/t4/r1"]
+    assert cell["intervals_measured"] == 4 and cell["unit"] == "tpmC"
+    assert "tpcc response-time check [NG]" in cell["flags"]
+
+
+def test_fileio_cells_carry_their_block_size_and_run_percentiles(loaded) -> None:
+    the_frame, cells = loaded
+    meta = the_frame.trials.loc["db1/xfs/fileio/sync-rndrd/bs-16K/t8/r1"]
+    assert (meta["bp_size"], meta["bp_bytes"], meta["block_size"], meta["block_bytes"]) == ("-", -1, "16K", 16384)
+    cell = cells.loc["db1/xfs/fileio/sync-rndrd/bs-16K/t8/r1"]
+    assert (cell["fileio_run_p95_ms"], cell["fileio_run_p99_ms"]) == (0.34, 0.35)
+    assert cell["unit"] == "MiB/s" and cell["throughput_median"] > 0
+    # No buffer pool, no CPU-bound judgement for the device alone.
+    assert "buffer pool" not in cell["flags"] and "CPU-bound" not in cell["flags"]
+    assert np.isnan(the_frame.trials.loc["db1/xfs/tpcc/A/bp-64M/t4/r1", "fileio_run_p95_ms"])
