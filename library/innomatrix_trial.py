@@ -70,16 +70,17 @@ FILEIO_EXTRA = ["--percentile=95", "--histogram=on"]
 
 def wait_for_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) -> None:
     """Wait for sysbench to end on its own; a driver that hangs, is killed or fails fails the cell."""
+    name = Path(driver.args[0]).name
     try:
         code = driver.wait(timeout=cell["warmup"] + cell["duration"] + DRIVER_GRACE_S)
     except subprocess.TimeoutExpired:
         end(driver, first=signal.SIGINT)
-        raise TrialError("sysbench did not finish in time and was stopped")
+        raise TrialError(f"{name} did not finish in time and was stopped")
     trial["times"]["ended"] = iso(utcnow())
     if code < 0:
-        raise TrialError(f"sysbench was killed by signal {-code}: {tail(tmp / 'driver.log', 2)}")
+        raise TrialError(f"{name} was killed by signal {-code}: {tail(tmp / 'driver.log', 2)}")
     if code != 0:
-        raise TrialError(f"sysbench exited {code}: {tail(tmp / 'driver.log', 2)}")
+        raise TrialError(f"{name} exited {code}: {tail(tmp / 'driver.log', 2)}")
 
 
 def start_clock(cell: dict, trial: dict) -> None:
@@ -89,22 +90,35 @@ def start_clock(cell: dict, trial: dict) -> None:
 
 
 def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
-    """sysbench fileio on the files the dataset step prepared; no server, no restore."""
+    """sysbench fileio on the files the dataset step prepared; no server, no restore.
+
+    seqwr truncates and rewrites its files, as far as its time allows: it writes new files in a
+    scratch directory of its own, removed afterwards, so the prepared ones stay whole for every
+    other cell.
+    """
     cell, device = p["cell"], p["device"]["path"]
+    scratch = Path(p["mountpoint"]) / "fileio-seqwr" if cell["fileio"]["mode"] == "seqwr" else None
+    workdir = scratch or Path(p["dataset"]["pristine"])
+    trial["fileio_dir"] = str(workdir)
     trial["hygiene"] = {"page_cache": drop_caches()}
     trial["smart"] = {"before": snapshot(device)}
     collectors = Collectors(tmp, cell["report_interval"], device, None)
     driver = None
     try:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
         collectors.start()
         argv = fileio_argv(cell["fileio"], cell["threads"], [*FILEIO_EXTRA, *timed(cell), "run"])
         trial["driver"]["command"] = shlex.join(argv)
         start_clock(cell, trial)
-        driver = spawn(argv, tmp / "driver.log", cwd=Path(p["dataset"]["pristine"]))
+        driver = spawn(argv, tmp / "driver.log", cwd=workdir)
         wait_for_driver(driver, cell, tmp, trial)
     finally:
         end(driver, first=signal.SIGINT)
         collectors.stop()
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         trial["times"].setdefault("ended", iso(utcnow()))
         trial["smart"]["after"] = snapshot(device)
         trial["smart"]["delta"] = snapshot_delta(trial["smart"]["before"], trial["smart"]["after"])
@@ -252,7 +266,9 @@ def main() -> None:
         "cell_id": cell["id"],
         "times": {},
         "durations": {"warmup_s": cell["warmup"], "measured_s": cell["duration"], "report_interval_s": cell["report_interval"]},
-        "driver": ({"name": "tpcc-mysql", "version": p["tpcc_tool"].get("commit"), "command": None}
+        # A tree without git history is known by its content, as in the plan's keys.
+        "driver": ({"name": "tpcc-mysql", "version": p["tpcc_tool"].get("commit") or p["tpcc_tool"].get("source_sha256"),
+                    "command": None}
                    if cell["workload"] == "tpcc" else {"name": "sysbench", "version": p["driver_version"], "command": None}),
         "server": None if raw_device else {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
         "dataset": {"key": p["dataset"]["key"], "load_s": p["dataset"]["load_s"], "scale": cell["dataset"]["scale"]},

@@ -355,8 +355,9 @@ def _run_loaders(bin_dir: Path, conn: Connection, warehouses: int, jobs: int, lo
 
 
 def _job_record(job: LoadJob, proc: LoggedProcess, code: int | None, began: float, conn: Connection) -> dict[str, Any]:
+    # The log's name only: the directory is published under another name once the load is done.
     return {"part": job.part, "min_wh": job.min_wh, "max_wh": job.max_wh, "command": conn.shown(proc.argv),
-            "log": str(proc.log), "exit": code, "seconds": round(time.monotonic() - began, 3)}
+            "log": proc.log.name, "exit": code, "seconds": round(time.monotonic() - began, 3)}
 
 
 def row_counts(client: Callable[[str], str], database: str) -> dict[str, int]:

@@ -75,6 +75,12 @@ def test_every_fileio_sub_test_is_a_recorded_cell(env):
     for figures in sweep.values():
         assert figures["run_latency_source"] == "histogram"
         assert 0 < figures["run_latency_p95_ms"] <= figures["run_latency_p99_ms"]
+    # seqwr truncates its files: it writes its own, never the prepared ones every other cell uses.
+    for fs in ("ext4", "xfs"):
+        prepared_dir = trials[f"localhost/{fs}/fileio/seqrd/bs-1M/t1/r1"]["fileio_dir"]
+        assert trials[f"localhost/{fs}/fileio/seqwr/bs-1M/t1/r1"]["fileio_dir"] != prepared_dir
+        assert {trial["fileio_dir"] for path, trial in trials.items()
+                if f"/{fs}/" in path and "/seqwr/" not in path} == {prepared_dir}
     reads = trials["localhost/ext4/fileio/seqrd/bs-1M/t1/r1"]["fileio"]
     assert reads["read_mib_s_median"] > 0 and reads["write_mib_s_median"] == 0
 

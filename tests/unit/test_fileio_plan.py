@@ -144,3 +144,10 @@ def test_a_bad_fileio_knob_is_refused_with_one_line(changes: dict[str, Any], mes
     with pytest.raises(KnobError) as exc:
         plan.expand(fileio_knobs(**changes), CTX, {})
     assert str(exc.value) == message
+
+
+def test_seqwr_needs_room_for_its_own_files() -> None:
+    with_seqwr = plan.expand(fileio_knobs(filesystems=["ext4"], fileio_tests=["seqrd", "seqwr"]), CTX, {})
+    without = plan.expand(fileio_knobs(filesystems=["ext4"], fileio_tests=["seqrd"]), CTX, {})
+    assert with_seqwr["device_bytes_needed"] == int(2 * 256 * M * 1.1)
+    assert without["device_bytes_needed"] == int(256 * M * 1.1)
