@@ -5,8 +5,6 @@ The fixtures are real tpcc-mysql outputs and two handmade ones (tests/fixtures/t
 
 from __future__ import annotations
 
-import ast
-import sys
 from pathlib import Path
 
 import pytest
@@ -303,19 +301,3 @@ def test_every_fixture_is_already_redacted(name: str) -> None:
     text = fixture(name)
     assert tpcc.redact(text, "") == text
     assert "option p with value '***'" in text and "[pass]: ***" in text
-
-
-# --- self-containment -----------------------------------------------------------
-
-
-def test_module_imports_only_the_standard_library() -> None:
-    """It is shipped alone as Ansible module_utils, so no project imports."""
-    tree = ast.parse(Path(tpcc.__file__).read_text(encoding="utf-8"))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.partition(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "relative import"
-            imported.add(node.module.partition(".")[0])
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}

@@ -6,13 +6,11 @@ JSON formats (see tests/fixtures/smart/README.md). Drives like those cannot
 exist here, so snapshot() is driven through FakeRun for them.
 """
 
-import ast
 import copy
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -437,20 +435,3 @@ def test_real_smartctl_on_a_real_loop_device(tmp_path: Path) -> None:
         "device": device,
         "reason": f"{device}: Unable to detect device type",
     }
-
-
-# --- self-containment ----------------------------------------------------------------------
-
-
-def test_module_imports_only_the_standard_library() -> None:
-    """It is shipped alone as Ansible module_utils, so no project imports."""
-    tree = ast.parse(Path(smart.__file__).read_text(encoding="utf-8"))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.partition(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "relative import"
-            imported.add(node.module.partition(".")[0])
-    assert imported
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}

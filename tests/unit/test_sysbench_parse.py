@@ -1,9 +1,5 @@
 """Unit tests for innomatrix.parse.sysbench (sysbench text output parser)."""
 
-import ast
-import sys
-from pathlib import Path
-
 import pytest
 
 from innomatrix.parse import sysbench
@@ -472,20 +468,3 @@ def test_summarize_rejects_mixed_kinds() -> None:
 def test_summarize_rejects_non_positive_report_interval() -> None:
     with pytest.raises(ValueError, match="report_interval_s"):
         sysbench.summarize([_oltp(1, tps=1.0)], warmup_s=0, report_interval_s=0)
-
-
-# --- self-containment -----------------------------------------------------
-
-
-def test_module_imports_only_the_standard_library() -> None:
-    """It is shipped alone as Ansible module_utils, so no project imports."""
-    tree = ast.parse(Path(sysbench.__file__).read_text(encoding="utf-8"))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.partition(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "relative import"
-            imported.add(node.module.partition(".")[0])
-    assert imported
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}

@@ -6,7 +6,6 @@ real tools are exercised by tests/e2e/test_tpcc_tool.py.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import os
@@ -337,11 +336,3 @@ def test_the_build_command_line(source: Path, tmp_path: Path, capsys: pytest.Cap
     assert tpcc.main(["build", str(source), str(tmp_path / "build")]) == 0
     assert json.loads(capsys.readouterr().out)["changed"] is True
     assert tpcc.main(["load"]) == 2
-
-
-def test_module_imports_only_the_standard_library() -> None:
-    tree = ast.parse((ROOT / "module_utils" / "innomatrix_tpcc.py").read_text())
-    imported = {alias.name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}
