@@ -38,15 +38,18 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import innomatrix_tpcc as tpcc
+from ansible.module_utils.innomatrix_mounts import mark_started_processes
 from ansible.module_utils.innomatrix_runtime import (
-    Server, TrialError, bench_credentials, fileio_argv, iso, publish, staging, run, sysbench_argv, utcnow, write_cnf,
+    Server, TrialError, bench_credentials, fileio_argv, iso, publish, staging, run, sysbench_argv, tail, utcnow, write_cnf,
     write_driver_config, write_json,
 )
 
 MARKER = ".innomatrix-dataset.json"
-# Adding tpcc's keys reads every row: hours at the posts' 2500 warehouses.
-TPCC_SQL_TIMEOUT_S = 24 * 3600
+# SQL that reads every row (tpcc's keys, row counts): hours at the posts' scale.
+FULL_SCAN_SQL_TIMEOUT_S = 24 * 3600
 TPCC_LOAD_TIMEOUT_S = 48 * 3600
+SLOW_SHUTDOWN_S = 3600
+FAILED_LOAD_STOP_S = 60
 
 
 def fill_oltp(p: dict, server: Server, log_dir: Path) -> dict:
@@ -63,7 +66,24 @@ def fill_oltp(p: dict, server: Server, log_dir: Path) -> dict:
         code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
     if code != 0:
         raise TrialError(f"sysbench prepare exited {code}; see {log_dir / 'load.log'}")
+    # A loader thread that fails prints FATAL while sysbench 1.0.20 may still exit 0 (seen on a
+    # full device); the rows are counted as well.
+    fatal = next((line for line in (log_dir / "load.log").read_text(errors="replace").splitlines()
+                  if line.startswith("FATAL:")), None)
+    if fatal:
+        raise TrialError(f"sysbench prepare failed: {fatal[:300]}; see {log_dir / 'load.log'}")
+    check_rows(server, p["oltp"])
     return {"loaders": loaders, "command": shlex.join(argv)}
+
+
+def check_rows(server: Server, oltp: dict) -> None:
+    """Every table holds table_size rows (a loader that died part-way leaves fewer)."""
+    tables = [f"sbtest.sbtest{n}" for n in range(1, oltp["tables"] + 1)]
+    sql = " UNION ALL ".join(f"SELECT '{table}', COUNT(*) FROM {table}" for table in tables)
+    counts = dict(line.split("\t") for line in server.client(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S).splitlines())
+    short = [f"{table} has {counts.get(table, 'no')} rows" for table in tables if counts.get(table) != str(oltp["table_size"])]
+    if short:
+        raise TrialError(f"sysbench prepare left {'; '.join(short)}, not {oltp['table_size']}")
 
 
 def fill_tpcc(p: dict, server: Server, log_dir: Path) -> dict:
@@ -76,12 +96,22 @@ def fill_tpcc(p: dict, server: Server, log_dir: Path) -> dict:
     conn = tpcc.Connection(socket=p["instance"]["socket"], user="root")
     try:
         record = tpcc.load(Path(tool["bin_dir"]), conn, scale["warehouses"], p["loaders"], log_dir,
-                           client=lambda sql: server.client(sql, timeout=TPCC_SQL_TIMEOUT_S),
+                           client=lambda sql: server.client(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S),
                            timeout_s=TPCC_LOAD_TIMEOUT_S)
     except tpcc.TpccError as exc:
         raise TrialError(str(exc)) from None
     return {"loaders": record["jobs"], "command": [job["command"] for job in record["loaders"]], "tpcc": record,
             "tpcc_commit": tool.get("commit")}
+
+
+def waiting_for_space(error_log: Path) -> bool:
+    """The server says it waits for someone to free disk space (it would wait forever)."""
+    try:
+        with open(error_log, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 65536))
+            return b"Waiting for someone to free space" in log.read()
+    except OSError:
+        return False
 
 
 def load(p: dict, loading: Path, log_dir: Path) -> dict:
@@ -95,14 +125,21 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     server.initialize()
     run(["chown", "-R", f"{instance.get('user', 'mysql')}:", str(loading)])
     fill = fill_tpcc if p["dataset"]["workload"] == "tpcc" else fill_oltp
+    filled = None
     try:
         server.start()
         filled = fill(p, server, log_dir)
         server.client("SET GLOBAL innodb_fast_shutdown = 0")
     finally:
-        server.stop()
+        # A failed load is thrown away, and a server on a full device waits for space it will
+        # never get: in neither case is there a reason to wait long for it.
+        clean = server.stop(timeout=SLOW_SHUTDOWN_S if filled else FAILED_LOAD_STOP_S,
+                            hopeless=lambda: waiting_for_space(error_log))
         if error_log.exists():
             shutil.copy(error_log, log_dir / "load-mysqld.err")
+    if not clean:
+        raise TrialError(f"the server did not shut down after the load and was killed, so the copy is not "
+                         f"pristine: {tail(log_dir / 'load-mysqld.err')}")
     return {
         "key": p["dataset"]["key"],
         "workload": p["dataset"]["workload"],
@@ -172,6 +209,7 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    mark_started_processes("dataset")
     p = module.params
     pristine = Path(p["mountpoint"]) / "pristine" / p["dataset"]["key"]
     marker = pristine / MARKER
@@ -189,12 +227,13 @@ def main() -> None:
     shutil.rmtree(loading, ignore_errors=True)
     try:
         record = (prepare_files if p["dataset"]["workload"] == "fileio" else load)(p, loading, tmp)
-    except TrialError as exc:
+        pristine.parent.mkdir(exist_ok=True)
+        shutil.rmtree(pristine, ignore_errors=True)
+        loading.rename(pristine)
+        # The marker is written last, on the device under test: where it fails the load is redone.
+        write_json(marker, record)
+    except (TrialError, OSError) as exc:
         module.fail_json(msg=f"{out_of_space(p) or ''}dataset {p['dataset']['key']} on {p['mountpoint']}: {exc}; logs in {tmp}")
-    pristine.parent.mkdir(exist_ok=True)
-    shutil.rmtree(pristine, ignore_errors=True)
-    loading.rename(pristine)
-    write_json(marker, record)
     write_json(tmp / "dataset.json", record)
     kept = publish(tmp, log_dir)
     module.exit_json(changed=True, pristine=str(pristine), reused=False, kept_aside=kept, **record)

@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 
 class TrialError(RuntimeError):
@@ -126,16 +127,31 @@ class Server:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, timeout: float = 600) -> None:
-        """Clean shutdown through the server itself, then signals if it will not go."""
+    def stop(self, timeout: float = 600, hopeless: Callable[[], bool] | None = None) -> bool:
+        """Clean shutdown through the server itself, then signals if it will not go; True if it
+        shut down by itself.
+
+        A server on a full filesystem can wait for space forever while shutting down, and the
+        admin tool waits with it: neither may keep this from returning with the server gone.
+        `hopeless()`, asked while waiting, says there is no point in waiting longer.
+        """
         if not self.alive():
-            return
-        subprocess.run([self.commands["admin"], f"--socket={self.socket}", "--user=root", "shutdown"],
-                       capture_output=True, timeout=60)
+            return True
         try:
-            self.proc.wait(timeout=timeout)
+            subprocess.run([self.commands["admin"], f"--socket={self.socket}", "--user=root", "shutdown"],
+                           capture_output=True, timeout=min(60.0, timeout), stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            end(self.proc)
+            pass
+        deadline = time.monotonic() + timeout
+        while self.alive() and time.monotonic() < deadline and not (hopeless and hopeless()):
+            try:
+                self.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.alive():
+            end(self.proc, grace=30.0)
+            return False
+        return True
 
 
 class StatusSampler(threading.Thread):
