@@ -41,6 +41,7 @@ from pathlib import Path
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import innomatrix_tpcc as tpcc
 from ansible.module_utils import innomatrix_tpcc_parse as tpcc_parse
+from ansible.module_utils.innomatrix_mounts import mark_started_processes
 from ansible.module_utils.innomatrix_runtime import (
     Collectors, Server, TrialError, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore, spawn,
     staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
@@ -249,6 +250,7 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    mark_started_processes("trial")
     p = module.params
     cell = p["cell"]
     if module.check_mode:
