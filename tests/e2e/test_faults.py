@@ -111,26 +111,83 @@ def test_ctrl_c_mid_cell_stops_everything_and_the_rerun_resumes(env):
     assert {t["status"] for t in trials_of(run_dir).values()} == {"ok"}
 
 
+def _last_error(output: str) -> str:
+    """What the play printed after its last FAILED!: the error it ends with."""
+    assert "FAILED!" in output, output[-3000:]
+    return output[output.rindex("FAILED!"):]
+
+
+def _hold(directory: Path) -> subprocess.Popen:
+    """Somebody else's process (not started by the suite) that keeps a mount point busy."""
+    env = {k: v for k, v in os.environ.items() if k != "INNOMATRIX_STARTED_BY"}
+    return subprocess.Popen(["sleep", "600"], cwd=directory, env=env, start_new_session=True)
+
+
 def test_disk_full_while_loading_names_the_device_and_the_space(env):
-    # A fresh filesystem (another mkfs option), so the load must run; fill it once it starts.
+    # A fresh filesystem (another mkfs option), so the load must run; fill it once it starts, and
+    # keep the mount busy (somebody's shell in it) so that the cleanup fails after the load did.
+    holder = []
+
     def fill():
         deadline = time.monotonic() + 300
         while not _pids(env, " prepare") and time.monotonic() < deadline:
             time.sleep(0.1)
         if not env.mnt.exists():
             return
+        holder.append(_hold(env.mnt))
         free = os.statvfs(env.mnt).f_bavail * os.statvfs(env.mnt).f_frsize
         subprocess.run(["fallocate", "-l", str(free - (1 << 20)), str(env.mnt / "ballast")], capture_output=True)
     before = {p: p.read_bytes() for p in env.results.rglob("trial.json")}
     filler = threading.Thread(target=fill, daemon=True)
     filler.start()
-    done = env.play("-e", "run_name=disk-full", "-e", "filesystems=ext4", "-e", "bp_sizes=64M",
-                    "-e", "oltp_table_size=200000", "-e", '{"mkfs_options": {"ext4": "-m 0"}}')
-    filler.join(timeout=5)
+    try:
+        done = env.play("-e", "run_name=disk-full", "-e", "filesystems=ext4", "-e", "bp_sizes=64M",
+                        "-e", "oltp_table_size=200000", "-e", '{"mkfs_options": {"ext4": "-m 0"}}')
+        filler.join(timeout=5)
+        assert holder, "the load never started"
+        output = done.stdout + done.stderr
+        assert done.returncode != 0
+        device = env.loop_devices()[0]
+        # The first error wins: the play ends with the full device, and the refused unmount comes after it.
+        last = _last_error(output)
+        assert f"{device} is full (" in last and "the matrix needs about" in last, last
+        held = f"then, cleaning up: cannot unmount {env.mnt}: held by sleep (pid {holder[0].pid})"
+        assert held in last and last.index("is full (") < last.index(held), last
+        assert "target is busy" not in output
+        assert holder[0].poll() is None, "somebody else's process is named, never stopped"
+        assert {p: p.read_bytes() for p in env.results.rglob("trial.json")} == before
+        assert env.stray_processes() == []
+    finally:
+        for proc in holder:
+            proc.kill()
+            proc.wait()
+    subprocess.run(["umount", str(env.mnt)], check=True)
+
+
+def test_a_load_whose_module_dies_leaves_nothing_holding_the_device(env):
+    # The module that loads the dataset dies (as on an out-of-memory kill): the server it started
+    # lives on in its own session and holds the mount. The cleanup stops it by pid and unmounts.
+    killed = []
+
+    def kill_the_loader():
+        deadline = time.monotonic() + 300
+        while not _pids(env, " prepare") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)
+        for pid in _pids(env, "mariadbd --defaults-file"):
+            module = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            os.kill(module, signal.SIGKILL)
+            killed.append((module, pid))
+    killer = threading.Thread(target=kill_the_loader, daemon=True)
+    killer.start()
+    done = env.play("-e", "run_name=loader-died", "-e", "filesystems=ext4", "-e", "bp_sizes=64M",
+                    "-e", "oltp_table_size=100000", "-e", '{"mkfs_options": {"ext4": "-m 1"}}')
+    killer.join(timeout=5)
+    assert killed, "the load never started"
     output = done.stdout + done.stderr
     assert done.returncode != 0
-    device = env.loop_devices()[0]
-    assert f"{device} is full (" in output and "the matrix needs about" in output, output[-3000:]
-    assert {p: p.read_bytes() for p in env.results.rglob("trial.json")} == before
+    last = _last_error(output)
+    assert "Dataset | load once, keep pristine" in output and "cannot unmount" not in output, last
+    assert "target is busy" not in output
     assert env.stray_processes() == []
     assert subprocess.run(["findmnt", str(env.mnt)], capture_output=True).returncode != 0, "unmounted after the failure"
