@@ -47,7 +47,7 @@ from ansible.module_utils.innomatrix_runtime import (
     staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
-from ansible.module_utils.innomatrix_sysbench import parse_output, summarize, summarize_fileio
+from ansible.module_utils.innomatrix_sysbench import INCOMPLETE_LOG, parse_output, summarize, summarize_fileio
 
 # What trial.json says about the cell (block_size: fileio cells only).
 CELL_FIELDS = ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads", "repeat")
@@ -178,11 +178,20 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
             raise TrialError(f"server died during the trial: {tail(error_log, 3)}")
     finally:
         end(driver, first=signal.SIGINT)
+        if cell["workload"] == "tpcc":
+            redact_driver_log(tmp / "driver.log")
         collectors.stop()
         trial["times"].setdefault("ended", iso(utcnow()))
         server.stop()
         if error_log.exists():
             shutil.copy(error_log, tmp / "mysqld.err")
+
+
+def redact_driver_log(log: Path) -> None:
+    """tpcc_start echoes its options, the password among them (empty here: it logs in over the
+    socket): the stored log never shows what it echoed."""
+    if log.exists():
+        log.write_text(tpcc_parse.redact(log.read_text(errors="replace"), ""))
 
 
 def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
@@ -227,6 +236,9 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     if trial["status"] == "ok" and not summary.get("intervals_measured"):
         trial["status"] = "failed"
         trial["reasons"].append("no interval was measured after the warmup")
+    if trial["status"] == "ok" and not parsed["complete"]:
+        trial["status"] = "invalid"
+        trial["reasons"].append(INCOMPLETE_LOG)
 
 
 def _interrupt(signum, frame):

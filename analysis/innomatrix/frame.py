@@ -296,6 +296,7 @@ def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, 
         "driver_reconnects": None,
         "driver_kind": None,
         "fatal": "",
+        "driver_complete": True,
         "driver_flags": "; ".join(map(str, record.get("flags") or [])),
         "fileio_run_p95_ms": fileio.get("run_latency_p95_ms"),
         "fileio_run_p99_ms": fileio.get("run_latency_p99_ms"),
@@ -335,6 +336,7 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
         raise ParseError(path, str(exc)) from None
     summary = output.summary
     meta["fatal"] = "; ".join(output.fatal[:3])
+    meta["driver_complete"] = output.complete
     meta["driver_total_time_s"] = summary.get("total_time_s")
     meta["driver_transactions"] = summary.get("transactions")
     meta["driver_ignored_errors"] = summary.get("ignored_errors")

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from innomatrix.frame import Frame
+from innomatrix.parse.sysbench import INCOMPLETE_LOG
 
 THROUGHPUT = "driver.throughput"
 SEED = 20131122  # fixed, so a report is the same every time it is made
@@ -303,6 +304,8 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
         reasons.append(f"trial {meta['status']}" + (f": {meta['reasons']}" if meta["reasons"] else ""))
     if meta.get("fatal"):
         reasons.append(f"driver FATAL: {meta['fatal']}")
+    elif meta["status"] == "ok" and not meta.get("driver_complete", True):
+        reasons.append(INCOMPLETE_LOG)
     for flag in filter(None, str(meta.get("driver_flags") or "").split("; ")):
         if flag != "stall_intervals":  # the report finds stalls itself, below
             reasons.append(DRIVER_FLAGS.get(flag, f"driver: {flag}"))

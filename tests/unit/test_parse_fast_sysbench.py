@@ -7,6 +7,8 @@ whole for anything unusual, with the same result and the same errors either way.
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,11 @@ def assert_same(got, expected) -> None:
         np.testing.assert_array_equal(got.columns[name], expected.columns[name], err_msg=name)
 
 
+def at(second: int, line: str) -> str:
+    """An interval line moved to another time (the intervals of a log advance one step a line)."""
+    return re.sub(r"^\[ *\d+s \]", f"[ {second}s ]", line)
+
+
 def lines(*parts: str) -> str:
     return "\n".join(parts) + "\n"
 
@@ -92,8 +99,10 @@ IN_BULK = {
     "no latency part": BANNER + lines(OLTP_NO_LATENCY, OLTP_NO_LATENCY.replace("[ 2s ]", "[ 3s ]")),
     "a server that died": BANNER + lines(OLTP[0], FATAL, FATAL + " " + OLTP[1], OLTP[2]),
     "indented and stray intervals around the summary": (
-        BANNER + lines(*OLTP[:2]) + "Latency (ms):\n" + lines("  " + OLTP[2], OLTP[0], "         min:   1.00", OLTP[1])
-        + "Latency (ms):\n" + lines(OLTP[2], "         max:   2.00", "\t" + OLTP[0], "         avg:   3.00")),
+        BANNER + lines(*OLTP[:2]) + "Latency (ms):\n" + lines("  " + OLTP[2], at(4, OLTP[0]), "         min:   1.00",
+                                                              at(5, OLTP[1]))
+        + "Latency (ms):\n" + lines(at(6, OLTP[2]), "         max:   2.00", "\t" + at(7, OLTP[0]),
+                                    "         avg:   3.00")),
     "summary only": BANNER + SUMMARY_1_0_20,
     "nothing": "",
     "trailing spaces and a checkpoint line": (BANNER

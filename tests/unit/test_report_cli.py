@@ -97,6 +97,9 @@ def test_compare_marks_only_the_cell_that_really_differs(tmp_path, capsys):
     ("iostat-corrupt", r"^innomatrix: \S+/iostat\.json:29: corrupt JSON"),
     ("vmstat-cut", r"^innomatrix: \S+/vmstat\.log:10: expected 17 numbers"),
     ("absent", r"^innomatrix: \S+/absent: no such results directory$"),
+    ("driver-absurd", r"^innomatrix: \S+/driver\.log: line 14: absurd number 10000000000000000000\.\.\."),
+    ("driver-repeated", r"^innomatrix: \S+/driver\.log: line 15: interval \[2s\] after \[2s\]: repeated"),
+    ("driver-lost", r"^innomatrix: \S+/driver\.log: line 14: interval \[3s\] after \[1s\]: 1 interval\(s\)"),
 ])
 def test_damaged_input_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys, damage, expected):
     tiny = real_tiny(tmp_path)
@@ -110,6 +113,16 @@ def test_damaged_input_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys, 
     elif damage == "vmstat-cut":
         text = (trial / "vmstat.log").read_text()
         (trial / "vmstat.log").write_text(text[:-12])
+    elif damage.startswith("driver-"):
+        lines = (trial / "driver.log").read_text().splitlines(keepends=True)
+        second = next(i for i, line in enumerate(lines) if line.startswith("[ 2s ]"))
+        if damage == "driver-absurd":
+            lines[second] = lines[second].replace("tps: 770.99", "tps: 1" + "0" * 400)
+        elif damage == "driver-repeated":
+            lines.insert(second, lines[second])
+        else:
+            del lines[second]
+        (trial / "driver.log").write_text("".join(lines))
     target = tiny / "absent" if damage == "absent" else tiny
     assert cli.main(["report", str(target)]) == 2
     stdout, stderr = capsys.readouterr()

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from innomatrix.parse.sysbench import _FILEIO_RE, _INTERVAL_PREFIX_RE, _OLTP_RE, parse_output
+from innomatrix.parse.sysbench import _ABSURD, _FILEIO_RE, _INTERVAL_PREFIX_RE, _OLTP_RE, interval_breaks, parse_output
 
 # Beside "\n", what str.splitlines breaks lines at or str.strip strips in ASCII text.
 _OTHER_LINE_BREAKS_AND_SPACES = "\r\x0b\x0c\x1c\x1d\x1e\x1f"
@@ -43,13 +43,15 @@ class DriverOutput:
 
     `kinds`: the distinct interval kinds, sorted. `columns`: one float array per field of the
     intervals (`t`, `threads`, `tps`, ..., `lat_pct`, `lat_ms`), NaN where a line has no value;
-    empty if the log has no intervals or mixes kinds.
+    empty if the log has no intervals or mixes kinds. `complete`: the log has sysbench's
+    end-of-run summary.
     """
 
     kinds: list[str]
     columns: dict[str, np.ndarray]
     summary: dict[str, Any]
     fatal: list[str]
+    complete: bool
 
 
 def parse_output_columns(text: str) -> DriverOutput:
@@ -65,7 +67,8 @@ def _from_output(parsed: dict[str, Any]) -> DriverOutput:
     if len(kinds) == 1:
         columns = {name: np.array([np.nan if interval[name] is None else interval[name] for interval in intervals],
                                   dtype=np.float64) for name in _FIELDS[kinds[0]]}
-    return DriverOutput(kinds=kinds, columns=columns, summary=parsed["summary"], fatal=parsed["fatal"])
+    return DriverOutput(kinds=kinds, columns=columns, summary=parsed["summary"], fatal=parsed["fatal"],
+                        complete=parsed["complete"])
 
 
 def _in_bulk(text: str) -> DriverOutput | None:
@@ -86,10 +89,13 @@ def _in_bulk(text: str) -> DriverOutput | None:
     if columns is None:
         return None
     is_interval = is_interval.to_numpy(zero_copy_only=False)
+    if columns and interval_breaks(columns["t"].tolist()):
+        return None  # parse_output names the line
     unindented = pc.invert(pc.match_substring_regex(array, r"^[ \t]")).to_numpy(zero_copy_only=False)
     kept = np.flatnonzero(~_repeats_an_interval(is_interval, unindented))
     try:
-        rest = parse_output("\n".join(lines[i] for i in kept))
+        # Most interval lines are left out here: their times were checked above.
+        rest = parse_output("\n".join(lines[i] for i in kept), check_intervals=False)
     except ValueError:
         return None  # parse_output on the whole text names the line
     # The intervals parse_output read must be the same as those rows of the columns; this would
@@ -99,7 +105,8 @@ def _in_bulk(text: str) -> DriverOutput | None:
     if list(check) != list(columns) or any(not np.array_equal(values[rows], check[name], equal_nan=True)
                                            for name, values in columns.items()):
         return None
-    return DriverOutput(kinds=kinds, columns=columns, summary=rest["summary"], fatal=rest["fatal"])
+    return DriverOutput(kinds=kinds, columns=columns, summary=rest["summary"], fatal=rest["fatal"],
+                        complete=rest["complete"])
 
 
 def _numbers(rows: list[str], kind: str) -> dict[str, np.ndarray] | None:
@@ -112,6 +119,8 @@ def _numbers(rows: list[str], kind: str) -> dict[str, np.ndarray] | None:
         if len(tokens) != len(rows) * len(names):
             return None
     values = tokens.cast(pa.float64()).to_numpy()
+    if not (values < _ABSURD).all():
+        return None  # parse_output refuses it, naming the line
     by_field = dict(zip(names, values.reshape(len(rows), len(names)).T.copy()))
     return {name: by_field[name] if name in by_field else np.full(len(rows), np.nan) for name in _FIELDS[kind]}
 

@@ -32,6 +32,25 @@ _NUM = r"\d+(?:\.\d+)?"
 # Float noise allowance when comparing interval start times with the warmup.
 _EPSILON_S = 1e-6
 
+# No figure sysbench prints comes near this (7200 s at a million events/s is 7.2e9): a larger
+# one is a corrupted log, and float() would quietly turn 400 digits into inf.
+_ABSURD = 1e15
+
+
+def _count(text: str) -> int:
+    """A whole number sysbench printed; an absurd one raises ValueError."""
+    if len(text) > 16 or int(text) >= _ABSURD:
+        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
+    return int(text)
+
+
+def _real(text: str) -> float:
+    """A decimal sysbench printed; an absurd one (or one too large for a float) raises ValueError."""
+    value = float(text)
+    if not value < _ABSURD:
+        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
+    return value
+
 # "[ 6s ] thds: 16 tps: ..." -- the lat part is optional because not every
 # reporter prints it, and some Lua reporters print "err/s 0.00" (no colon).
 _OLTP_RE = re.compile(
@@ -74,22 +93,22 @@ _PERCENTILE_LABEL_RE = re.compile(rf"(?P<pct>{_NUM})th percentile")
 # Summary label -> (value pattern, ((regex group, result key, converter), ...)).
 _FieldSpec = tuple[re.Pattern[str], tuple[tuple[str, str, Callable[[str], Any]], ...]]
 _SUMMARY_FIELDS: dict[str, _FieldSpec] = {
-    "transactions": (_COUNT_RATE_RE, (("count", "transactions", int), ("rate", "tps", float))),
-    "queries": (_COUNT_RATE_RE, (("count", "queries", int), ("rate", "qps", float))),
+    "transactions": (_COUNT_RATE_RE, (("count", "transactions", _count), ("rate", "tps", _real))),
+    "queries": (_COUNT_RATE_RE, (("count", "queries", _count), ("rate", "qps", _real))),
     "ignored errors": (
         _COUNT_RATE_RE,
-        (("count", "ignored_errors", int), ("rate", "ignored_errors_s", float)),
+        (("count", "ignored_errors", _count), ("rate", "ignored_errors_s", _real)),
     ),
     "reconnects": (
         _COUNT_RATE_RE,
-        (("count", "reconnects", int), ("rate", "reconnects_s", float)),
+        (("count", "reconnects", _count), ("rate", "reconnects_s", _real)),
     ),
     # 1.0 says "total time" under General statistics, 1.1 "time elapsed"
     # under Throughput; both are the wall time of the run.
-    "total time": (_SECONDS_RE, (("value", "total_time_s", float),)),
-    "time elapsed": (_SECONDS_RE, (("value", "total_time_s", float),)),
-    "total number of events": (_INT_RE, (("value", "events", int),)),
-    "events/s (eps)": (_FLOAT_RE, (("value", "events_s", float),)),
+    "total time": (_SECONDS_RE, (("value", "total_time_s", _real),)),
+    "time elapsed": (_SECONDS_RE, (("value", "total_time_s", _real),)),
+    "total number of events": (_INT_RE, (("value", "events", _count),)),
+    "events/s (eps)": (_FLOAT_RE, (("value", "events_s", _real),)),
 }
 
 # fileio's summary blocks. 1.0.20 prints "File operations:" (reads/s ...) and
@@ -100,16 +119,16 @@ _IOPS_RE = re.compile(rf"IOPS=(?P<iops>{_NUM})\s+(?P<mib_s>{_NUM}) MiB/s\s+\({_N
 _FSYNC_IOPS_RE = re.compile(rf"IOPS=(?P<iops>{_NUM})")
 _SECTION_FIELDS: dict[str, dict[str, _FieldSpec]] = {
     "File operations": {
-        "reads/s": (_FLOAT_RE, (("value", "read_iops", float),)),
-        "writes/s": (_FLOAT_RE, (("value", "write_iops", float),)),
-        "fsyncs/s": (_FLOAT_RE, (("value", "fsyncs_s", float),)),
+        "reads/s": (_FLOAT_RE, (("value", "read_iops", _real),)),
+        "writes/s": (_FLOAT_RE, (("value", "write_iops", _real),)),
+        "fsyncs/s": (_FLOAT_RE, (("value", "fsyncs_s", _real),)),
     },
     "Throughput": {
-        "read, MiB/s": (_FLOAT_RE, (("value", "read_mib_s", float),)),
-        "written, MiB/s": (_FLOAT_RE, (("value", "write_mib_s", float),)),
-        "read": (_IOPS_RE, (("iops", "read_iops", float), ("mib_s", "read_mib_s", float))),
-        "write": (_IOPS_RE, (("iops", "write_iops", float), ("mib_s", "write_mib_s", float))),
-        "fsync": (_FSYNC_IOPS_RE, (("iops", "fsyncs_s", float),)),
+        "read, MiB/s": (_FLOAT_RE, (("value", "read_mib_s", _real),)),
+        "written, MiB/s": (_FLOAT_RE, (("value", "write_mib_s", _real),)),
+        "read": (_IOPS_RE, (("iops", "read_iops", _real), ("mib_s", "read_mib_s", _real))),
+        "write": (_IOPS_RE, (("iops", "write_iops", _real), ("mib_s", "write_mib_s", _real))),
+        "fsync": (_FSYNC_IOPS_RE, (("iops", "fsyncs_s", _real),)),
     },
 }
 
@@ -134,8 +153,8 @@ def _convert(
     match: re.Match[str], int_fields: tuple[str, ...], float_fields: tuple[str, ...]
 ) -> dict[str, Any]:
     """Turn named regex groups into typed values so callers never see strings."""
-    values: dict[str, Any] = {name: int(match[name]) for name in int_fields}
-    values.update({name: float(match[name]) for name in float_fields})
+    values: dict[str, Any] = {name: _count(match[name]) for name in int_fields}
+    values.update({name: _real(match[name]) for name in float_fields})
     return values
 
 
@@ -143,7 +162,7 @@ def _latency(match: re.Match[str]) -> dict[str, float | None]:
     """Latency of one interval; None when the line carries no latency part."""
     if match["lat_ms"] is None:
         return {"lat_ms": None, "lat_pct": None}
-    return {"lat_ms": float(match["lat_ms"]), "lat_pct": float(match["lat_pct"])}
+    return {"lat_ms": _real(match["lat_ms"]), "lat_pct": _real(match["lat_pct"])}
 
 
 def parse_interval(line: str) -> dict[str, Any] | None:
@@ -194,12 +213,12 @@ def _summary_field(label: str, value: str, section: str | None) -> dict[str, Any
             number = _FLOAT_RE.fullmatch(value)
             if number is None:
                 raise ValueError("malformed latency value")
-            return {_LATENCY_FIELDS[label]: float(number["value"])}
+            return {_LATENCY_FIELDS[label]: _real(number["value"])}
         if pct := _PERCENTILE_LABEL_RE.fullmatch(label):
             number = _FLOAT_RE.fullmatch(value)
             if number is None:
                 raise ValueError("malformed latency percentile value")
-            return {"latency_pct": float(pct["pct"]), "latency_pct_ms": float(number["value"])}
+            return {"latency_pct": _real(pct["pct"]), "latency_pct_ms": _real(number["value"])}
     spec = _SECTION_FIELDS.get(section or "", {}).get(label) or _SUMMARY_FIELDS.get(label)
     if spec is None:
         return None
@@ -250,24 +269,31 @@ def parse_histogram(text: str) -> list[tuple[float, int]] | None:
 
     None when the output has no histogram; an empty list when sysbench printed
     the title but had no events to show. Rows keep sysbench's order, which is
-    ascending. A line inside the block that looks like a row but does not
-    parse raises ValueError, like a malformed interval line.
+    ascending. The block ends at a blank line (sysbench closes it with a line
+    holding one space): any other line inside it, or the end of the text before
+    that blank line, raises ValueError naming the line, since a cut or garbled
+    histogram would quietly lose its tail, and with it the high percentiles.
     """
     rows: list[tuple[float, int]] | None = None
-    for number, raw_line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, raw_line in enumerate(lines, start=1):
         stripped = raw_line.strip()
         if stripped == _HISTOGRAM_TITLE:
             rows = []
             continue
         if rows is None or _HISTOGRAM_HEADER_RE.fullmatch(stripped):
             continue
-        if match := _HISTOGRAM_ROW_RE.fullmatch(stripped):
-            rows.append((float(match["value"]), int(match["count"])))
-        elif "|" in stripped:
+        if not stripped:
+            return rows
+        match = _HISTOGRAM_ROW_RE.fullmatch(stripped)
+        if match is None:
             raise ValueError(f"line {number}: malformed histogram row: {raw_line!r}")
-        else:
-            # sysbench closes the block with a line holding one space.
-            break
+        try:
+            rows.append((_real(match["value"]), _count(match["count"])))
+        except ValueError as exc:
+            raise ValueError(f"line {number}: {exc}: {raw_line!r}") from None
+    if rows is not None:
+        raise ValueError(f"line {len(lines)}: the output ends inside the latency histogram (cut short?)")
     return rows
 
 
@@ -294,14 +320,25 @@ def histogram_percentile(histogram: list[tuple[float, int]], percentile: float) 
     )
 
 
-def parse_output(text: str) -> dict[str, Any]:
+# Said of a log that ends without sysbench's summary although its driver did not fail.
+INCOMPLETE_LOG = "driver.log ends without sysbench's end-of-run summary (cut short?)"
+
+
+def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
     """Parse a whole sysbench run log: intervals, summary, histogram, FATAL lines.
 
     FATAL lines are kept because a server that died mid-run shows up only
     that way (often with no summary at all). histogram is None unless the
-    run had --histogram=on.
+    run had --histogram=on. complete is False when the log has no end-of-run
+    summary (a killed driver, or a cut log): its caller says which.
+
+    Raises ValueError naming the line for what would otherwise be a clean-looking
+    wrong number: an interval repeated, missing or out of order (see
+    interval_breaks; check_intervals=False leaves that to a caller that reads the
+    intervals itself), or a histogram whose counts do not add up to the run's events.
     """
     intervals: list[dict[str, Any]] = []
+    interval_lines: list[int] = []
     fatal: list[str] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if "FATAL" in line:
@@ -313,14 +350,51 @@ def parse_output(text: str) -> dict[str, Any]:
             raise ValueError(f"line {number}: {exc}") from None
         if interval is not None:
             intervals.append(interval)
+            interval_lines.append(number)
+    breaks = interval_breaks([interval["t"] for interval in intervals]) if check_intervals else []
+    if breaks:
+        index, problem = breaks[0]
+        raise ValueError(f"line {interval_lines[index]}: {problem}")
     summary = parse_summary(text)
+    histogram = parse_histogram(text)
+    if histogram is not None and "events" in summary and sum(count for _, count in histogram) != summary["events"]:
+        raise ValueError(f"the latency histogram counts {sum(count for _, count in histogram)} events, "
+                         f"the summary {summary['events']}: one of them is corrupted")
     return {
         "version": summary.get("version"),
         "intervals": intervals,
         "summary": summary,
-        "histogram": parse_histogram(text),
+        "histogram": histogram,
         "fatal": fatal,
+        "complete": "latency_sum_ms" in summary,
     }
+
+
+def interval_breaks(times: list[float]) -> list[tuple[int, str]]:
+    """Where the interval times leave their regular step: (index, what) for each break.
+
+    sysbench reports every --report-interval seconds, so consecutive times differ by
+    one step (the median difference). A time that repeats or goes back, or one more
+    than half a step off, means a line was duplicated, lost or moved; a log that
+    merely stops early has no break.
+    """
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    if not gaps:
+        return []
+    step = statistics.median(gaps)
+    if step <= 0:
+        return [(1, f"interval [{times[1]:g}s] after [{times[0]:g}s]: the times do not advance")]
+    breaks = []
+    for index, gap in enumerate(gaps, start=1):
+        if abs(gap - step) <= step / 2:
+            continue
+        if gap <= 0:
+            what = f"interval [{times[index]:g}s] after [{times[index - 1]:g}s]: repeated or out of order"
+        else:
+            what = (f"interval [{times[index]:g}s] after [{times[index - 1]:g}s]: "
+                    f"{round(gap / step) - 1} interval(s) of {step:g} s missing")
+        breaks.append((index, what))
+    return breaks
 
 
 def _single_value(values: list[Any], what: str) -> Any:

@@ -97,8 +97,9 @@ _ORDER = ("preamble", "intervals", "raw", "raw_by_thread", "checks", "tpmc")
 
 # The password echoes of tpcc_load and tpcc_start: "option p with value '...'" and "[pass]: ...".
 REDACTED = "***"
-_ECHOES = (re.compile(r"^(option p with value ').*(')$", re.MULTILINE),
-           re.compile(r"^(\s*\[pass\]: ).*()$", re.MULTILINE))
+# A log written through a terminal ends its lines with CRLF: the \r is not part of the value.
+_ECHOES = (re.compile(r"^(option p with value ').*(')(?=\r?$)", re.MULTILINE),
+           re.compile(r"^(\s*\[pass\]: )[^\r\n]*()(?=\r?$)", re.MULTILINE))
 
 # Float noise allowance when comparing interval start times with the warmup.
 _EPSILON_S = 1e-6
@@ -116,9 +117,27 @@ def redact(text: str, secret: str) -> str:
     return text.replace(secret, REDACTED) if secret else text
 
 
-def _number(text: str) -> float | None:
+# No figure tpcc_start prints comes near this: a larger one is a corrupted log, and float()
+# would quietly turn 400 digits into inf (and int arithmetic on it overflow a float).
+_ABSURD = 1e15
+
+
+def _count(text: str) -> int:
+    if len(text) > 16 or int(text) >= _ABSURD:
+        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
+    return int(text)
+
+
+def _real(text: str) -> float:
     value = float(text)
-    return None if math.isnan(value) or math.isinf(value) else value
+    if not value < _ABSURD:
+        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
+    return value
+
+
+def _number(text: str) -> float | None:
+    """What printf("%.3f") printed: nan and inf (0/0, x/0) are None, a number must be sane."""
+    return None if text.lstrip("-") in ("nan", "inf") else _real(text)
 
 
 class _Reader:
@@ -182,7 +201,7 @@ class _Reader:
             if _INTERVAL_PREFIX_RE.match(line):
                 raise ValueError(f"malformed interval line: {line!r}")
             return
-        interval = {name: int(value) if name == "t" or name.endswith("_count") else float(value)
+        interval = {name: _count(value) if name == "t" or name.endswith("_count") else _real(value)
                     for name, value in found.groupdict().items()}
         step = self.intervals[0]["t"] if self.intervals else interval["t"]
         due = (len(self.intervals) + 1) * step
@@ -192,15 +211,15 @@ class _Reader:
 
     def raw_row(self, line: str) -> None:
         if measured := _MEASURED_RE.fullmatch(line):
-            self.measured_s = int(measured["seconds"])
+            self.measured_s = _count(measured["seconds"])
             return
         row = _RAW_RE.fullmatch(line)
         if row is None:
             raise ValueError(f"malformed <Raw Results> row: {line!r}")
         self.final[self.transaction(row, self.final)] = {
-            "success": int(row["success"]), "late": int(row["late"]), "retry": int(row["retry"]),
-            "failure": int(row["failure"]), "avg_rt_ms": _number(row["avg_rt_ms"]),
-            "rt_limit_ms": int(row["rt_limit_ms"]),
+            "success": _count(row["success"]), "late": _count(row["late"]), "retry": _count(row["retry"]),
+            "failure": _count(row["failure"]), "avg_rt_ms": _number(row["avg_rt_ms"]),
+            "rt_limit_ms": _count(row["rt_limit_ms"]),
         }
 
     def raw_by_thread_row(self, line: str) -> None:
@@ -208,7 +227,7 @@ class _Reader:
         if row is None:
             raise ValueError(f"malformed <Raw Results2(sum ver.)> row: {line!r}")
         self.final_by_thread[self.transaction(row, self.final_by_thread)] = {
-            name: int(row[name]) for name in ("success", "late", "retry", "failure")}
+            name: _count(row[name]) for name in ("success", "late", "retry", "failure")}
 
     @staticmethod
     def transaction(row: re.Match[str], table: dict[str, Any]) -> str:
