@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t as student_t
 
 from innomatrix.frame import Frame
 from innomatrix.parse.sysbench import INCOMPLETE_LOG
@@ -46,7 +47,6 @@ class Thresholds:
     ss_window: int = 5
     ss_range: float = 0.20
     ss_slope: float = 0.10
-    bootstrap_reps: int = 2000
     confidence: float = 0.95
 
     def describe(self) -> dict[str, Any]:
@@ -146,36 +146,53 @@ def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmu
                        saveable_s=saveable)
 
 
-def bootstrap_ratio(a: np.ndarray, b: np.ndarray, reps: int = 2000, confidence: float = 0.95, block: int = 1,
-                    seed: int = SEED) -> tuple[float, float, float]:
-    """median(a) / median(b) with a percentile bootstrap interval, resampling each side's intervals.
+# What a comparison says of one configuration.
+DIFFERS, SAME = "differs", "no difference"
+UNKNOWN = "1 trial on a side: run-to-run variance unknown"
 
-    `block` > 1 resamples runs of consecutive intervals (a moving-block bootstrap): throughput
-    intervals are autocorrelated, and resampling them one by one would make the interval too
-    narrow. The seed is fixed, so the same data give the same interval.
+
+@dataclass(frozen=True)
+class Verdict:
+    ratio: float
+    low: float
+    high: float
+    verdict: str
+
+    @property
+    def differs(self) -> bool:
+        return self.verdict == DIFFERS
+
+
+def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float = 0.95) -> Verdict:
+    """A/B from each side's trial medians, with an interval that knows run-to-run variance.
+
+    The trials are the independent units: a restart, a restore, the page cache, a neighbour or
+    the device's garbage collection move a whole trial, so intervals within one trial say
+    nothing about how far the next trial may land. Each trial counts by its median throughput
+    (robust to stalls within the run); run-to-run variation is multiplicative, so the sides are
+    compared on the log scale: the ratio is exp(mean log a - mean log b) (the ratio of the
+    geometric means of the trial medians; with one trial a side, of the medians) and its
+    interval is Welch's t interval for that difference, which stays honest with the 2-5
+    repeats a matrix affords, where a bootstrap over so few trials is far too narrow. With
+    fewer than 2 trials on a side there is no estimate of run-to-run variance and no verdict.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.size == 0 or b.size == 0 or np.median(b) == 0:
-        return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    ratio = float(np.median(a) / np.median(b))
-    medians_a = _block_medians(a, reps, block, rng)
-    medians_b = _block_medians(b, reps, block, rng)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = medians_a / medians_b
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.nanpercentile(ratios, [tail, 100 - tail])
-    return ratio, float(low), float(high)
-
-
-def _block_medians(values: np.ndarray, reps: int, block: int, rng: np.random.Generator) -> np.ndarray:
-    n = values.size
-    block = max(1, min(block, n))
-    blocks = -(-n // block)
-    starts = rng.integers(0, n - block + 1, size=(reps, blocks))
-    index = (starts[:, :, None] + np.arange(block)).reshape(reps, blocks * block)[:, :n]
-    return np.median(values[index], axis=1)
+    a = np.log(np.asarray(a_medians, dtype=np.float64))
+    b = np.log(np.asarray(b_medians, dtype=np.float64))
+    if a.size == 0 or b.size == 0 or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return Verdict(float("nan"), float("nan"), float("nan"), "")
+    difference = float(a.mean() - b.mean())
+    ratio = math.exp(difference)
+    if a.size < 2 or b.size < 2:
+        return Verdict(ratio, float("nan"), float("nan"), UNKNOWN)
+    var_a, var_b = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(var_a + var_b)
+    if se == 0:
+        low = high = ratio
+    else:
+        df = (var_a + var_b) ** 2 / (var_a ** 2 / (a.size - 1) + var_b ** 2 / (b.size - 1))
+        half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
+        low, high = math.exp(difference - half), math.exp(difference + half)
+    return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME)
 
 
 # --- per cell --------------------------------------------------------------------------------
@@ -340,58 +357,53 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
 MATCH = ("filesystem", "workload", "variant", "bp_size", "threads")
 
 
-def compare(frame_a: Frame, cells_a: pd.DataFrame, frame_b: Frame, cells_b: pd.DataFrame,
-            th: Thresholds = DEFAULTS) -> pd.DataFrame:
-    """Ratio A/B of median throughput per matching configuration, repeats pooled, with a bootstrap CI.
+def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
+    """Ratio A/B of median throughput per matching configuration, from its trials (between_runs).
 
     Configurations match on filesystem, workload, variant, buffer pool and threads, and also on
     host when both runs have the same hosts (two devices on two hosts compare across hosts).
-    `differs` is set only when the interval excludes 1.
+    `verdict` says `differs` only when the interval excludes 1, and gives no verdict with fewer
+    than 2 trials on a side.
     """
     keys = list(MATCH)
     if set(cells_a["host"]) == set(cells_b["host"]):
         keys = ["host", *keys]
-    series_a = _pooled(frame_a, cells_a, keys)
-    series_b = _pooled(frame_b, cells_b, keys)
+    trials_a = _trial_medians(cells_a, keys)
+    trials_b = _trial_medians(cells_b, keys)
     rows = []
-    for key in set(series_a) | set(series_b):
+    for key in set(trials_a) | set(trials_b):
         row = dict(zip(keys, key))
-        in_a, in_b = key in series_a, key in series_b
-        a_values, a_info = series_a.get(key, (np.array([]), {}))
-        b_values, b_info = series_b.get(key, (np.array([]), {}))
-        block = th.ss_round_intervals if min(a_values.size, b_values.size) >= 5 * th.ss_round_intervals else 1
-        ratio, low, high = (bootstrap_ratio(a_values, b_values, th.bootstrap_reps, th.confidence, block)
-                            if in_a and in_b else (float("nan"),) * 3)
+        in_a, in_b = key in trials_a, key in trials_b
+        a_medians, a_info = trials_a.get(key, (np.array([]), {}))
+        b_medians, b_info = trials_b.get(key, (np.array([]), {}))
+        verdict = between_runs(a_medians, b_medians, th.confidence)
         row.update({
-            "a_median": _median(a_values) if in_a else float("nan"),
-            "b_median": _median(b_values) if in_b else float("nan"),
+            "a_median": _median(a_medians) if in_a else float("nan"),
+            "b_median": _median(b_medians) if in_b else float("nan"),
             "unit": a_info.get("unit") or b_info.get("unit"),
-            "ratio": ratio, "ci_low": low, "ci_high": high,
-            "differs": bool(in_a and in_b and not math.isnan(low) and (low > 1 or high < 1)),
-            "a_trials": a_info.get("trials", 0), "b_trials": b_info.get("trials", 0),
+            "ratio": verdict.ratio, "ci_low": verdict.low, "ci_high": verdict.high,
+            "differs": verdict.differs, "verdict": verdict.verdict,
+            "a_trials": a_medians.size, "b_trials": b_medians.size,
             "a_flags": a_info.get("flags", ""), "b_flags": b_info.get("flags", ""),
             "only_in": "" if in_a and in_b else ("A" if in_a else "B"),
             "bp_bytes": a_info.get("bp_bytes", b_info.get("bp_bytes")),
-            "block": block,
         })
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=[*keys, "a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs",
-                                     "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block"])
+                                     "verdict", "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes"])
     order = ["bp_bytes" if key == "bp_size" else key for key in keys]
     return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
 
 
-def _pooled(frame: Frame, cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:
-    """Measured throughput intervals of every configuration, repeats concatenated in trial order."""
-    measured = frame.measured([THROUGHPUT])
-    by_trial = {str(k): g.sort_values("t")["value"].to_numpy() for k, g in measured.groupby("trial", observed=True)}
+def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:
+    """Each configuration's trial medians (trials with no measured interval have none), and its flags."""
     out: dict[tuple, tuple[np.ndarray, dict[str, Any]]] = {}
     for key, group in cells_table.groupby(keys, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        parts = [by_trial.get(trial, np.array([])) for trial in group["trial"]]
+        medians = group["throughput_median"].to_numpy(dtype=np.float64)
         flagged = [f"{trial}: {text}" for trial, text in zip(group["trial"], group["flags"]) if text]
-        out[key] = (np.concatenate(parts) if parts else np.array([]),
-                    {"trials": len(group), "flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
+        out[key] = (medians[~np.isnan(medians)],
+                    {"flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
                      "bp_bytes": int(group["bp_bytes"].iloc[0])})
     return out

@@ -90,10 +90,8 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     a, b = Path(run_a), Path(run_b)
     out = Path(out_dir) if out_dir is not None else a / f"compare-{b.name}"
     frame_a, frame_b = load(a, say), load(b, say)
-    if say:
-        say(f"bootstrap intervals for {a.name} / {b.name}")
     cells_a, cells_b = stats.cells(frame_a, thresholds), stats.cells(frame_b, thresholds)
-    comparison = stats.compare(frame_a, cells_a, frame_b, cells_b, thresholds)
+    comparison = stats.compare(cells_a, cells_b, thresholds)
     table = tables.compare_table(comparison, a.name, b.name)
     figure = plots.compare_bars(comparison, a.name, b.name)
     out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +103,11 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     written.files.append(written.html)
     matched = int((comparison["only_in"] == "").sum()) if len(comparison) else 0
     differs = int(comparison["differs"].sum()) if len(comparison) else 0
-    written.lines = [f"{matched} matching configurations, {differs} differ (95 % CI excludes 1)", "",
+    unknown = int((comparison["verdict"] == stats.UNKNOWN).sum()) if len(comparison) else 0
+    headline = f"{matched} matching configurations, {differs} differ (95 % CI excludes 1)"
+    if unknown:
+        headline += f", {unknown} without a verdict ({stats.UNKNOWN})"
+    written.lines = [headline, "",
                      tables.markdown(table.display), "", *table.notes, "", f"compare: {written.html}"]
     return written
 

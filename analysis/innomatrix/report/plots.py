@@ -196,7 +196,8 @@ def compare_bars(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot | N
     axes.axvline(1.0, color="black", lw=1)
     axes.set_yticks(y, labels, fontsize=7)
     axes.invert_yaxis()
-    axes.set_xlabel(f"median throughput {name_a} / {name_b} (bars: 95 % CI; red: differs)")
+    axes.set_xlabel(f"median throughput {name_a} / {name_b} (bars: 95 % CI between runs; red: differs; "
+                    "no bar: 1 trial on a side)")
     axes.grid(axis="x", alpha=0.3)
     return Plot("compare_ratios", f"A/B ratios: {name_a} / {name_b}", "compare", _png(figure))
 

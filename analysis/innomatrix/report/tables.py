@@ -279,7 +279,7 @@ def steady_table(cells: pd.DataFrame) -> Table:
 
 def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str) -> Table:
     keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "threads") if c in comparison]
-    columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "a_trials",
+    columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "a_trials",
                "b_trials", "only_in", "a_flags", "b_flags"]
     data = comparison[columns]
     display = pd.DataFrame({key: data[key] for key in keys})
@@ -289,10 +289,13 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str) -> Table:
     display["A/B"] = [fmt(v, 3) for v in data["ratio"]]
     display["95 % CI"] = [f"{fmt(lo, 3)} – {fmt(hi, 3)}" if not pd.isna(lo) else "–"
                           for lo, hi in zip(data["ci_low"], data["ci_high"])]
-    display["differs"] = ["differs" if d else "" for d in data["differs"]]
-    notes = [("A/B = median throughput of A's measured intervals ÷ B's (repeats pooled); 95 % CI by bootstrap "
-              "over intervals (moving blocks); `differs` only when the interval excludes 1.")]
-    flagged = [f"{row.a_flags} {row.b_flags}".strip() for row in data.itertuples() if row.a_flags or row.b_flags]
+    display["trials"] = [f"{a}/{b}" for a, b in zip(data["a_trials"], data["b_trials"])]
+    display["verdict"] = data["verdict"]
+    notes = [("A and B: the median of each configuration's trial medians. A/B = ratio of the geometric means of "
+              "the trial medians; 95 % CI: Welch's t interval on their logarithms, so it measures run-to-run "
+              "variance (trials, not intervals, are the independent units); `differs` only when it excludes 1, "
+              "and no verdict with 1 trial on a side.")]
+    flagged = dict.fromkeys(text for row in data.itertuples() for text in (row.a_flags, row.b_flags) if text)
     if flagged:
         notes.append(f"{FLAG_MARK} flagged: " + " | ".join(flagged))
     only = data[data["only_in"] != ""]
