@@ -15,6 +15,8 @@ FILESYSTEMS = ("ext4", "xfs")
 WORKLOADS = ("oltp", "tpcc", "fileio")
 FLAVORS = ("mariadb", "mysql", "percona")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
+# The order of a filesystem pass's cells (plan._ordered).
+ORDERS = ("interleaved", "grouped", "random")
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

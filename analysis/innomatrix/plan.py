@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +127,8 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "bp_sizes": bp_sizes,
         "threads": threads,
         "repeats": k.positive_int("repeats", knobs.get("repeats", 1)),
+        "cell_order": k.choose("cell_order", [str(knobs.get("cell_order", "interleaved"))], k.ORDERS)[0],
+        "cell_order_seed": k.non_negative_int("cell_order_seed", knobs.get("cell_order_seed", 0)),
         "warmup": warmup,
         "duration": duration,
         "report_interval": interval,
@@ -299,10 +302,11 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
     spec = normalise(knobs, ctx)
     cells, conflicts = [], []
     for fs in spec["filesystems"]:
-        for workload in spec["workloads"]:
-            for cell in _workload_cells(spec, ctx, fs, _dataset(spec, ctx, fs, workload)):
-                cell["state"] = _state(cell, finished.get(cell["path"]), spec["force"], conflicts)
-                cells.append(cell)
+        in_pass = [cell for workload in spec["workloads"]
+                   for cell in _workload_cells(spec, ctx, fs, _dataset(spec, ctx, fs, workload))]
+        for cell in _ordered(in_pass, spec, fs):
+            cell["state"] = _state(cell, finished.get(cell["path"]), spec["force"], conflicts)
+            cells.append(cell)
     if conflicts:
         raise PlanError(
             f"{len(conflicts)} finished cell(s) were measured with other inputs (first: {conflicts[0]}); "
@@ -318,6 +322,25 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
         "counts": {"cells": len(cells), "todo": len(todo), "done": len(cells) - len(todo)},
         "device_bytes_needed": space_needed(spec),
     }
+
+
+def _ordered(cells: list[dict[str, Any]], spec: dict[str, Any], fs: str) -> list[dict[str, Any]]:
+    """The order a filesystem pass runs its cells in (every dataset is loaded before the first).
+
+    grouped: each configuration's repeats back to back. interleaved (the default): round r1 of
+    every configuration, then r2, ..., so that drift during the pass (device garbage collection,
+    heat, a neighbour) falls on every configuration alike instead of on whichever ran last.
+    random: shuffled with `cell_order_seed` (recorded in the plan), the same seed giving the same
+    order. Filesystems stay one pass each: interleaving them would mean a mkfs and a reload
+    per round.
+    """
+    if spec["cell_order"] == "interleaved":
+        return sorted(cells, key=lambda cell: cell["repeat"])  # stable: configurations keep their order
+    if spec["cell_order"] == "random":
+        shuffled = list(cells)
+        random.Random(f"{spec['cell_order_seed']}:{fs}").shuffle(shuffled)
+        return shuffled
+    return cells
 
 
 def _state(cell: dict[str, Any], previous: dict[str, Any] | None, force: bool, conflicts: list[str]) -> str:

@@ -96,8 +96,8 @@ def test_extra_vars_are_read_as_yaml(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert out == expected_output(knobs, context())
     assert [line.split("  ")[0] for line in out.splitlines()[:-1]] == [
         "localhost/xfs/oltp/B/bp-4G/t4/r1",
-        "localhost/xfs/oltp/B/bp-4G/t4/r2",
         "localhost/xfs/oltp/A/bp-4G/t4/r1",
+        "localhost/xfs/oltp/B/bp-4G/t4/r2",
         "localhost/xfs/oltp/A/bp-4G/t4/r2",
     ]
 

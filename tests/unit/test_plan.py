@@ -119,6 +119,8 @@ def test_normalise_gives_the_canonical_form() -> None:
         "bp_sizes": [G, 64 * M, 1536 * M],
         "threads": [16, 4],
         "repeats": 2,
+        "cell_order": "interleaved",
+        "cell_order_seed": 0,
         "warmup": 0,
         "duration": 60,
         "report_interval": 1,
@@ -303,9 +305,10 @@ def test_mycnf_overrides_of_the_buffer_pool_in_any_spelling_are_refused(name: st
 # ---------------------------------------------------------------- cells, order, paths
 
 
-def test_cells_are_ordered_filesystem_workload_variant_bp_threads_repeat() -> None:
+def test_grouped_cells_are_ordered_filesystem_workload_variant_bp_threads_repeat() -> None:
     the_plan = plan.expand(
-        knobs(filesystems="xfs,ext4", variants="C,A", bp_sizes="128M,64M", threads="16,4", repeats=2), CTX, {}
+        knobs(filesystems="xfs,ext4", variants="C,A", bp_sizes="128M,64M", threads="16,4", repeats=2, cell_order="grouped"),
+        CTX, {}
     )
     expected = [
         f"db1/{fs}/oltp/{variant}/bp-{bp}/t{threads}/r{repeat}"
@@ -315,6 +318,35 @@ def test_cells_are_ordered_filesystem_workload_variant_bp_threads_repeat() -> No
     ]
     assert [c["path"] for c in the_plan["cells"]] == expected
     assert len(expected) == 32
+
+
+def test_repeats_are_interleaved_by_default_within_each_filesystem_pass() -> None:
+    the_plan = plan.expand(knobs(filesystems="xfs,ext4", variants="C,A", threads="4", repeats=3), CTX, {})
+    assert [c["id"] for c in the_plan["cells"]] == [
+        f"{fs}/oltp/{variant}/bp-64M/t4/r{repeat}"
+        for fs in ("xfs", "ext4") for repeat in (1, 2, 3) for variant in ("C", "A")
+    ]
+    grouped = plan.expand(knobs(filesystems="xfs,ext4", variants="C,A", threads="4", repeats=3, cell_order="grouped"), CTX, {})
+    # The order is not an input of a result: the cells and their keys are the same.
+    assert {c["path"]: c["key"] for c in grouped["cells"]} == {c["path"]: c["key"] for c in the_plan["cells"]}
+    assert [len(p["cells"]) for p in the_plan["passes"]] == [6, 6]
+
+
+def test_a_random_order_is_a_permutation_fixed_by_its_seed() -> None:
+    def order(seed):
+        shuffled = plan.expand(knobs(variants="C,A", bp_sizes="64M,128M", threads="4,8", repeats=2, cell_order="random",
+                                     cell_order_seed=seed), CTX, {})
+        return [c["path"] for c in shuffled["cells"]]
+    grouped = plan.expand(knobs(variants="C,A", bp_sizes="64M,128M", threads="4,8", repeats=2, cell_order="grouped"), CTX, {})
+    assert order(7) == order(7) != order(8)
+    assert sorted(order(7)) == sorted(c["path"] for c in grouped["cells"]) and order(7) != [c["path"] for c in grouped["cells"]]
+    # Each filesystem's cells stay in its own pass.
+    assert [path.split("/")[1] for path in order(7)] == ["ext4"] * 16 + ["xfs"] * 16
+
+
+def test_an_unknown_order_is_refused() -> None:
+    with pytest.raises(KnobError, match="^cell_order: unknown sideways; accepted: interleaved, grouped, random$"):
+        plan.expand(knobs(cell_order="sideways"), CTX, {})
 
 
 def test_cell_order_spelled_out() -> None:
