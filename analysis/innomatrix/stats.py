@@ -30,7 +30,7 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from innomatrix.frame import Frame
-from innomatrix.parse.sysbench import INCOMPLETE_LOG
+from innomatrix.parse import sysbench as sysbench_log
 
 THROUGHPUT = "driver.throughput"
 SEED = 20131122  # fixed, so a report is the same every time it is made
@@ -38,7 +38,7 @@ SEED = 20131122  # fixed, so a report is the same every time it is made
 
 @dataclass(frozen=True)
 class Thresholds:
-    stall_fraction: float = 0.01
+    stall_fraction: float = sysbench_log.STALL_FRACTION
     error_ratio: float = 0.01
     reads_per_s: float = 1.0
     cpu_floor_pct: float = 5.0
@@ -66,13 +66,11 @@ def cov(values: np.ndarray) -> float:
     return float(np.std(values, ddof=1) / np.mean(values))
 
 
-def stall_mask(throughput: np.ndarray, fraction: float) -> np.ndarray:
-    """Intervals whose throughput is at most `fraction` of the median (zero always counts)."""
+def stall_mask(throughput: np.ndarray, fraction: float, other_work: np.ndarray | None = None) -> np.ndarray:
+    """The stall intervals, as the host's trial summary judges them (sysbench.stall_flags)."""
     throughput = np.asarray(throughput, dtype=np.float64)
-    if throughput.size == 0:
-        return np.zeros(0, dtype=bool)
-    limit = fraction * float(np.median(throughput))
-    return (throughput <= limit) | (throughput == 0)
+    other = np.asarray(other_work, dtype=np.float64).tolist() if other_work is not None else None
+    return np.array(sysbench_log.stall_flags(throughput.tolist(), other, fraction), dtype=bool)
 
 
 def episodes(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -198,7 +196,7 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
 # --- per cell --------------------------------------------------------------------------------
 
 CELL_METRICS = (
-    THROUGHPUT, "driver.tps", "driver.lat_ms", "driver.err_s", "driver.reconn_s",
+    THROUGHPUT, "driver.tps", "driver.lat_ms", "driver.err_s", "driver.reconn_s", "driver.fsyncs_s",
     "vmstat.us", "vmstat.sy", "vmstat.wa", "vmstat.id",
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written",
@@ -242,7 +240,8 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     ri = float(meta["report_interval_s"])
     tput = _series(rows, THROUGHPUT)
     n = int(tput.size)
-    stalls = stall_mask(tput, th.stall_fraction)
+    fsyncs = _series(rows, "driver.fsyncs_s")
+    stalls = stall_mask(tput, th.stall_fraction, fsyncs if fsyncs.size == n else None)
     runs = episodes(stalls)
     lat = _series(rows, "driver.lat_ms")
     lat_ok = lat[~stalls] if lat.size == n else lat
@@ -322,7 +321,7 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
     if meta.get("fatal"):
         reasons.append(f"driver FATAL: {meta['fatal']}")
     elif meta["status"] == "ok" and not meta.get("driver_complete", True):
-        reasons.append(INCOMPLETE_LOG)
+        reasons.append(sysbench_log.INCOMPLETE_LOG)
     for flag in filter(None, str(meta.get("driver_flags") or "").split("; ")):
         if flag != "stall_intervals":  # the report finds stalls itself, below
             reasons.append(DRIVER_FLAGS.get(flag, f"driver: {flag}"))

@@ -405,15 +405,21 @@ def _single_value(values: list[Any], what: str) -> Any:
     return distinct.pop() if distinct else None
 
 
-def _is_stall(interval: dict[str, Any]) -> bool:
-    """True when the interval completed no work at all.
+# A stall: a measured interval whose throughput is at most this fraction of the trial's median
+# (zero always counts) and that did no other work either (a fileio interval of tiny writes that
+# round to 0.00 MiB/s still fsynced). The host's trial summary and the report's tables both
+# judge stalls with stall_flags, so a trial has one stall count wherever it is read.
+STALL_FRACTION = 0.01
 
-    A fileio interval with 0.00 MiB/s but non-zero fsyncs still did I/O
-    (tiny writes round to zero MiB/s), so it is not a stall.
-    """
-    if interval["kind"] == "oltp":
-        return bool(interval["tps"] == 0)
-    return bool(interval["read_mib_s"] + interval["write_mib_s"] == 0 and interval["fsyncs_s"] == 0)
+
+def stall_flags(throughputs: list[float], other_work: list[float] | None = None,
+                fraction: float = STALL_FRACTION) -> list[bool]:
+    """For each interval, whether it is a stall (see STALL_FRACTION); `other_work` is fileio's fsyncs/s."""
+    if not throughputs:
+        return []
+    limit = fraction * statistics.median(throughputs)
+    other_work = other_work or [0.0] * len(throughputs)
+    return [(value <= limit or value == 0) and not other for value, other in zip(throughputs, other_work)]
 
 
 def _throughput(interval: dict[str, Any]) -> float:
@@ -444,13 +450,13 @@ def _measured(
     ]
 
 
-def _interval_latency(measured: list[dict[str, Any]]) -> tuple[float | None, float | None]:
-    """Median of the per-interval latency percentile, and which percentile it is."""
-    # A stalled interval completed nothing, so its "latency" of 0 says nothing about latency.
+def _interval_latency(measured: list[dict[str, Any]], stalls: list[bool]) -> tuple[float | None, float | None]:
+    """Median of the per-interval latency percentile outside stalls, and which percentile it is."""
+    # A stalled interval completed (next to) nothing, so its "latency" says nothing about latency.
     latencies = [
         interval["lat_ms"]
-        for interval in measured
-        if interval["lat_ms"] is not None and not _is_stall(interval)
+        for interval, stalled in zip(measured, stalls)
+        if interval["lat_ms"] is not None and not stalled
     ]
     pct = _single_value(
         [interval["lat_pct"] for interval in measured if interval["lat_pct"] is not None],
@@ -473,7 +479,8 @@ def summarize(
     kind = _single_value([interval["kind"] for interval in intervals], "kinds")
     measured = _measured(intervals, warmup_s, report_interval_s)
     throughputs = [_throughput(interval) for interval in measured]
-    latency_median, latency_pct = _interval_latency(measured)
+    stalls = stall_flags(throughputs, [interval.get("fsyncs_s", 0.0) for interval in measured])
+    latency_median, latency_pct = _interval_latency(measured, stalls)
     is_oltp = kind == "oltp" and bool(measured)
     return {
         "throughput_median": statistics.median(throughputs) if throughputs else None,
@@ -481,7 +488,7 @@ def summarize(
         "latency_p95_ms_median": latency_median,
         "latency_pct": latency_pct,
         "intervals_measured": len(measured),
-        "stall_intervals": sum(map(_is_stall, measured)),
+        "stall_intervals": sum(stalls),
         "errors_per_s_mean": (
             statistics.fmean(interval["err_s"] for interval in measured) if is_oltp else None
         ),
@@ -601,8 +608,8 @@ def summarize_fileio(
     write_median, write_stddev = _median_and_stddev(writes)
     total_median, total_stddev = _median_and_stddev(totals)
     iops_median, iops_stddev = _median_and_stddev(iops)
-    latency_median, latency_pct = _interval_latency(measured)
-    stalls = [_is_stall(interval) for interval in measured]
+    stalls = stall_flags(totals, [interval["fsyncs_s"] for interval in measured])
+    latency_median, latency_pct = _interval_latency(measured, stalls)
     return {
         "block_size_bytes": block_size_bytes,
         "intervals_measured": len(measured),

@@ -1,0 +1,48 @@
+"""One definition per measure: the host's trial summary (parse/sysbench.summarize, in trial.json
+and the end-of-play lines) and the report's tables (stats.cells) read the same intervals the same
+way: stalls, the median throughput, the median latency outside stalls, the error rate."""
+
+from __future__ import annotations
+
+import pytest
+
+from innomatrix import frame, stats
+from innomatrix.parse import sysbench
+from synth import Trial, steady, write_trial
+
+
+def _both(tmp_path, trial: Trial) -> tuple[dict, dict]:
+    run = tmp_path / "run"
+    write_trial(run, trial)
+    report = stats.cells(frame.load(run)).iloc[0].to_dict()
+    parsed = sysbench.parse_output((run / trial.path / "driver.log").read_text())
+    host = sysbench.summarize(parsed["intervals"], trial.warmup_s, trial.report_interval)
+    return host, report
+
+
+def _trial() -> Trial:
+    # The issue's case: [1000, 1000, 5, 1000, 1000] held 0 stalls on the host and 1 in the report.
+    tps = steady(40, 1000.0, 0.03, seed=4)
+    tps[12], tps[20:23] = 5.0, [0.0, 0.0, 0.0]
+    errs = [0.0] * 40
+    errs[15], errs[30] = 4.0, 2.0
+    return Trial(tps=tps, warmup_s=5, err_s=errs)
+
+
+def test_host_summary_and_report_agree_on_every_shared_measure(tmp_path) -> None:
+    host, report = _both(tmp_path, _trial())
+    assert host["stall_intervals"] == report["stall_intervals"] == 4
+    assert host["intervals_measured"] == report["intervals_measured"] == 35
+    assert host["throughput_median"] == pytest.approx(report["throughput_median"])
+    assert host["latency_p95_ms_median"] == pytest.approx(report["latency_ms_median"])
+    assert host["errors_per_s_mean"] == pytest.approx(report["errors_per_s"])
+
+
+def test_a_changed_definition_changes_both(tmp_path, monkeypatch) -> None:
+    def every_interval_is_a_stall(throughputs, other_work=None, fraction=sysbench.STALL_FRACTION):
+        return [True] * len(throughputs)
+
+    monkeypatch.setattr(sysbench, "stall_flags", every_interval_is_a_stall)
+    host, report = _both(tmp_path, _trial())
+    assert host["stall_intervals"] == report["stall_intervals"] == 35
+    assert host["latency_p95_ms_median"] is None and report["latency_ms_median"] != report["latency_ms_median"]
