@@ -53,6 +53,8 @@ from ansible.module_utils.innomatrix_sysbench import INCOMPLETE_LOG, parse_outpu
 CELL_FIELDS = ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads", "repeat")
 # A driver still running this long after its --time has hung; it is stopped and the cell fails.
 DRIVER_GRACE_S = 120
+# What stops a trial from outside: Ctrl-C (the whole process group), Ansible's SIGTERM, a hang-up.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def timed(cell: dict) -> list[str]:
@@ -242,6 +244,11 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
 
 
 def _interrupt(signum, frame):
+    # Only the first signal unwinds: Ansible follows a Ctrl-C with SIGTERM, and a second
+    # KeyboardInterrupt raised inside measure()'s finally would cut its cleanup short and leave
+    # the server running.
+    for sig in INTERRUPTS:
+        signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -295,8 +302,8 @@ def main() -> None:
     # Ctrl-C reaches this process with the rest of ansible-playbook's process group, and Ansible
     # may follow with SIGTERM: both unwind through measure()'s finally, which stops the driver,
     # the collectors and the server before anything else happens.
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGHUP, _interrupt)
+    for sig in INTERRUPTS:
+        signal.signal(sig, _interrupt)
     wall = time.monotonic()
     try:
         (measure_fileio if raw_device else measure)(p, tmp, trial)
