@@ -396,11 +396,15 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
 
 
 def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:
-    """Each configuration's trial medians (trials with no measured interval have none), and its flags."""
+    """Each configuration's trial medians, and its flags.
+
+    Only trials that finished `ok` count: a failed or invalid trial's figures are not a
+    measurement of the configuration (its flags still say it exists).
+    """
     out: dict[tuple, tuple[np.ndarray, dict[str, Any]]] = {}
     for key, group in cells_table.groupby(keys, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        medians = group["throughput_median"].to_numpy(dtype=np.float64)
+        medians = group.loc[group["status"] == "ok", "throughput_median"].to_numpy(dtype=np.float64)
         flagged = [f"{trial}: {text}" for trial, text in zip(group["trial"], group["flags"]) if text]
         out[key] = (medians[~np.isnan(medians)],
                     {"flags": " | ".join(flagged), "unit": group["unit"].iloc[0],

@@ -181,3 +181,17 @@ def test_compare_matches_configurations_and_marks_only_real_differences(tmp_path
     assert rows["64M"].verdict == "no difference" and rows["64M"].a_trials == rows["64M"].b_trials == 3
     assert rows["256M"].differs and rows["256M"].ratio == pytest.approx(1.3, abs=0.02)
     assert rows["1G"].only_in == "A" and rows["4G"].only_in == "B" and not rows["1G"].differs
+
+
+def test_a_failed_trial_does_not_count_in_a_verdict(tmp_path):
+    for name, statuses in (("a", ("ok", "ok", "failed")), ("b", ("ok", "ok", "ok"))):
+        for repeat, status in enumerate(statuses, start=1):
+            # The failed trial ran at a tenth of the speed: counted, it would swing the verdict.
+            level = 100.0 if status == "failed" else 1000.0 * (1 + 0.01 * repeat)
+            write_trial(tmp_path / name, Trial(tps=steady(60, level, 0.02, seed=repeat), warmup_s=5, seed=repeat,
+                                               repeat=repeat, status=status, reasons=["server died"] * (status != "ok")))
+    table = stats.compare(stats.cells(frame.load(tmp_path / "a")), stats.cells(frame.load(tmp_path / "b")))
+    row = table.iloc[0]
+    assert (row["a_trials"], row["b_trials"]) == (2, 3)
+    assert row["ratio"] == pytest.approx(1.0, abs=0.03) and row["verdict"] == "no difference"
+    assert "server died" in row["a_flags"]
