@@ -291,8 +291,9 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str) -> Table:
                           for lo, hi in zip(data["ci_low"], data["ci_high"])]
     display["trials"] = [f"{a}/{b}" for a, b in zip(data["a_trials"], data["b_trials"])]
     display["verdict"] = data["verdict"]
-    notes = [("A and B: the median of each configuration's trial medians (trials that ended ok). A/B = ratio of the geometric means of "
-              "the trial medians; 95 % CI: Welch's t interval on their logarithms, so it measures run-to-run "
+    notes = [("A and B: the median of each configuration's trial medians (trials that ended ok). A/B = ratio of "
+              "the geometric means of the trial medians; 95 % CI: Welch's t interval on their logarithms, so it "
+              "measures run-to-run "
               "variance (trials, not intervals, are the independent units); `differs` only when it excludes 1, "
               "and no verdict with 1 trial on a side.")]
     flagged = dict.fromkeys(text for row in data.itertuples() for text in (row.a_flags, row.b_flags) if text)
