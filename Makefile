@@ -19,7 +19,7 @@ $(STAMP)/os: | $(STAMP)
 # opens report.html in a real browser, the SMART tests run smartctl, the my.cnf tests ask the
 # installed mariadbd what it knows. Under `make test` a skipped test fails (tests/conftest.py).
 TEST_PACKAGES := chromium smartmontools mariadb-server mariadb-client sysbench sysstat xfsprogs git
-$(STAMP)/test-os: $(STAMP)/os
+$(STAMP)/test-os: $(STAMP)/os Makefile
 	[ "$$(dpkg-query -W -f='$${db:Status-Status}\n' $(TEST_PACKAGES) 2>/dev/null | grep -cx installed)" = \
 	  "$(words $(TEST_PACKAGES))" ] || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(TEST_PACKAGES); }
