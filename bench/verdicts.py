@@ -17,11 +17,9 @@ tests/e2e/test_verdicts.py).
 
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from innomatrix import frame, stats
 
@@ -47,14 +45,6 @@ def false_difference_rate(pool: np.ndarray, repeats: int, rng: np.random.Generat
     return sum(v.differs for v in verdicts) / PAIRS
 
 
-def minimum_detectable_effect(sd_log: float, repeats: int) -> float | None:
-    """The ratio beyond which a difference shows (the 95 % interval's half-width), as a fraction."""
-    if repeats < 2:
-        return None
-    half = float(student_t.ppf(0.975, 2 * repeats - 2)) * sd_log * math.sqrt(2 / repeats)
-    return math.exp(half) - 1
-
-
 def main(runs: list[str]) -> int:
     if not runs:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -70,8 +60,8 @@ def main(runs: list[str]) -> int:
         print(f"  run-to-run CoV of the median: {stats.cov(pool):.1%}")
         rates = ", ".join(f"{r} repeats {false_difference_rate(pool, r, rng):.1%}" for r in REPEATS)
         print(f"  A/A 'differs' in {PAIRS} simulated pairs: {rates}")
-        effects = ", ".join(f"{r} repeats " + ("no verdict" if (mde := minimum_detectable_effect(sd_log, r)) is None
-                                               else f"±{mde:.1%}") for r in (1, 3, 5))
+        effects = ", ".join(f"{r} repeats " + ("no verdict" if r < 2 else f"±{stats.minimum_detectable_effect(sd_log, r):.1%}")
+                            for r in (1, 3, 5))
         print(f"  minimum detectable effect: {effects}")
     return 0
 

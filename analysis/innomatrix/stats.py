@@ -193,6 +193,45 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME)
 
 
+@dataclass(frozen=True)
+class NoiseFloor:
+    """Run-to-run noise of a set of runs: what a comparison of them can and cannot see."""
+
+    cov: float               # of the trial medians within a configuration, pooled (NaN: no repeats)
+    configurations: int      # configurations with 2 or more ok trials, which it is pooled over
+    repeats: int             # the fewest ok trials a configuration has, on either side
+    detectable: float        # ratio - 1 beyond which a difference shows at those repeats (NaN: none)
+
+
+def minimum_detectable_effect(sd_log: float, repeats: int, confidence: float = 0.95) -> float:
+    """The difference (as ratio - 1) that run-to-run noise alone keeps inside the interval of a
+    comparison with `repeats` trials a side: its half-width. NaN with fewer than 2 repeats."""
+    if repeats < 2 or math.isnan(sd_log):
+        return float("nan")
+    half = float(student_t.ppf(0.5 + confidence / 2, 2 * repeats - 2)) * sd_log * math.sqrt(2 / repeats)
+    return math.exp(half) - 1
+
+
+def noise_floor(*cells_tables: pd.DataFrame, confidence: float = 0.95) -> NoiseFloor:
+    """Pooled run-to-run spread of the trial medians (log scale) over every configuration with 2
+    or more ok trials, and the smallest difference the fewest repeats can detect."""
+    squares, degrees, fewest = 0.0, 0, None
+    configurations = 0
+    for table in cells_tables:
+        ok = table[table["status"] == "ok"]
+        for _, group in ok.groupby(list(MATCH) + ["host"], sort=False):
+            logs = np.log(group["throughput_median"].dropna().to_numpy(dtype=np.float64))
+            fewest = logs.size if fewest is None else min(fewest, logs.size)
+            if logs.size >= 2:
+                squares += float(((logs - logs.mean()) ** 2).sum())
+                degrees += logs.size - 1
+                configurations += 1
+    sd_log = math.sqrt(squares / degrees) if degrees else float("nan")
+    cov_value = math.sqrt(math.exp(sd_log ** 2) - 1) if degrees else float("nan")
+    repeats = fewest or 0
+    return NoiseFloor(cov_value, configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence))
+
+
 # --- per cell --------------------------------------------------------------------------------
 
 CELL_METRICS = (

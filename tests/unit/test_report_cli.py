@@ -84,6 +84,8 @@ def test_compare_marks_only_the_cell_that_really_differs(tmp_path, capsys):
     assert cli.main(["compare", str(a), str(b)]) == 0
     stdout, _ = capsys.readouterr()
     assert stdout.splitlines()[0] == "5 matching configurations, 1 differ (95 % CI excludes 1)"
+    assert re.fullmatch(r"noise floor: run-to-run CoV of the trial medians \d\.\d% \(pooled over 10 configurations\); "
+                        r"at 3 trials a side, a difference within ±\d+\.\d% cannot show", stdout.splitlines()[1])
     out = a / "compare-device-b"
     table = pd.read_csv(out / "compare.csv")
     differs = table[table["differs"]]
@@ -105,6 +107,8 @@ def test_compare_gives_no_verdict_with_one_trial_a_side(tmp_path, capsys):
     stdout, _ = capsys.readouterr()
     assert stdout.splitlines()[0] == ("5 matching configurations, 0 differ (95 % CI excludes 1), 5 without a verdict "
                                       "(1 trial on a side: run-to-run variance unknown)")
+    assert stdout.splitlines()[1] == ("noise floor: unknown (no configuration has 2 trials that ended ok: run with "
+                                      "repeats=3 or more)")
     table = pd.read_csv(a / "compare-one-b" / "compare.csv")
     assert not table["differs"].any() and table["ci_low"].isna().all()
     assert table.loc[table["bp_size"] == "256M", "ratio"].max() == pytest.approx(1.2, abs=0.03)

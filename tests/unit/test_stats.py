@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import re
 
 import numpy as np
@@ -195,3 +197,15 @@ def test_a_failed_trial_does_not_count_in_a_verdict(tmp_path):
     assert (row["a_trials"], row["b_trials"]) == (2, 3)
     assert row["ratio"] == pytest.approx(1.0, abs=0.03) and row["verdict"] == "no difference"
     assert "server died" in row["a_flags"]
+
+def test_the_noise_floor_is_pooled_over_configurations_and_says_what_cannot_show(tmp_path):
+    for bp, medians in (("64M", (900.0, 1000.0, 1100.0)), ("256M", (1800.0, 2000.0, 2200.0))):
+        for repeat, level in enumerate(medians, start=1):
+            write_trial(tmp_path / "run", Trial(tps=[level] * 30, warmup_s=5, bp_size=bp, repeat=repeat, seed=repeat))
+    floor = stats.noise_floor(stats.cells(frame.load(tmp_path / "run")))
+    sd_log = float(np.std(np.log([900.0, 1000.0, 1100.0]), ddof=1))  # the same in both configurations
+    assert floor.configurations == 2 and floor.repeats == 3
+    assert floor.cov == pytest.approx(math.sqrt(math.exp(sd_log ** 2) - 1))
+    assert floor.detectable == pytest.approx(stats.minimum_detectable_effect(sd_log, 3))
+    assert floor.detectable == pytest.approx(math.exp(2.776 * sd_log * math.sqrt(2 / 3)) - 1, rel=1e-3)
+    assert math.isnan(stats.minimum_detectable_effect(sd_log, 1))

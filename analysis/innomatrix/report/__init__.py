@@ -78,7 +78,11 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
                                                  thresholds.describe()))
     written.files.append(written.html)
     flagged = int(cells["flagged"].sum())
-    written.lines = [f"{len(cells)} trial{'' if len(cells) == 1 else 's'}, {flagged} flagged", ""]
+    written.lines = [f"{len(cells)} trial{'' if len(cells) == 1 else 's'}, {flagged} flagged"]
+    floor = stats.noise_floor(cells, confidence=thresholds.confidence)
+    if floor.configurations:
+        written.lines.append(tables.noise_note(floor))
+    written.lines.append("")
     for table in built:
         written.lines += [f"{table.title}", tables.markdown(table.display), ""]
     written.lines.append(f"report: {written.html}")
@@ -92,7 +96,8 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     frame_a, frame_b = load(a, say), load(b, say)
     cells_a, cells_b = stats.cells(frame_a, thresholds), stats.cells(frame_b, thresholds)
     comparison = stats.compare(cells_a, cells_b, thresholds)
-    table = tables.compare_table(comparison, a.name, b.name)
+    floor = stats.noise_floor(cells_a, cells_b, confidence=thresholds.confidence)
+    table = tables.compare_table(comparison, a.name, b.name, floor)
     figure = plots.compare_bars(comparison, a.name, b.name)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "compare.html", cells=comparison)
@@ -107,7 +112,7 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     headline = f"{matched} matching configurations, {differs} differ (95 % CI excludes 1)"
     if unknown:
         headline += f", {unknown} without a verdict ({stats.UNKNOWN})"
-    written.lines = [headline, "",
+    written.lines = [headline, tables.noise_note(floor), "",
                      tables.markdown(table.display), "", *table.notes, "", f"compare: {written.html}"]
     return written
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from innomatrix.stats import NoiseFloor
+
 FLAG_MARK = "*"
 
 
@@ -277,7 +279,18 @@ def steady_table(cells: pd.DataFrame) -> Table:
     return Table("steady_state", "Steady state (SNIA-style, on throughput rounds)", data, display)
 
 
-def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str) -> Table:
+def noise_note(floor: NoiseFloor) -> str:
+    """One line on what run-to-run noise lets a comparison of these runs see."""
+    if not floor.configurations:
+        return "noise floor: unknown (no configuration has 2 trials that ended ok: run with repeats=3 or more)"
+    line = (f"noise floor: run-to-run CoV of the trial medians {floor.cov:.1%} (pooled over "
+            f"{floor.configurations} configuration{'s' if floor.configurations != 1 else ''})")
+    if floor.repeats < 2:
+        return line + "; with 1 trial on a side a configuration gets no verdict"
+    return line + f"; at {floor.repeats} trials a side, a difference within ±{floor.detectable:.1%} cannot show"
+
+
+def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor) -> Table:
     keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "threads") if c in comparison]
     columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "a_trials",
                "b_trials", "only_in", "a_flags", "b_flags"]
@@ -295,7 +308,7 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str) -> Table:
               "the geometric means of the trial medians; 95 % CI: Welch's t interval on their logarithms, so it "
               "measures run-to-run "
               "variance (trials, not intervals, are the independent units); `differs` only when it excludes 1, "
-              "and no verdict with 1 trial on a side.")]
+              "and no verdict with 1 trial on a side."), noise_note(floor)]
     flagged = dict.fromkeys(text for row in data.itertuples() for text in (row.a_flags, row.b_flags) if text)
     if flagged:
         notes.append(f"{FLAG_MARK} flagged: " + " | ".join(flagged))
