@@ -114,7 +114,7 @@ def test_extra_vars_from_a_file_and_the_run_name(tmp_path: Path, capsys: pytest.
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert len(lines) == 9
-    assert lines[0] == f"localhost/ext4/oltp/A/bp-64M/t4/r1  key={first['key']}  done"
+    assert lines[0] == f"localhost/ext4/oltp/A/bp-16M/t4/r1  key={first['key']}  done"
     assert lines[1].endswith("  todo")
     assert lines[-1] == "8 cells: 7 to run, 1 already finished"
     assert out == expected_output(knobs, ctx, {first["path"]: {"key": first["key"], "status": "ok"}})
@@ -125,8 +125,8 @@ def test_later_extra_vars_win(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cli.main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("  ")[0] for line in lines[:-1]] == [
-        "localhost/xfs/oltp/D/bp-64M/t4/r1",
-        "localhost/xfs/oltp/D/bp-256M/t4/r1",
+        "localhost/xfs/oltp/D/bp-16M/t4/r1",
+        "localhost/xfs/oltp/D/bp-32M/t4/r1",
     ]
 
 
@@ -248,7 +248,7 @@ def test_console_script_prints_the_plan(tmp_path: Path) -> None:
     cells = [line.split("  ") for line in lines[:-1]]
     assert [c[0] for c in cells] == [
         f"db1/{fs}/oltp/{variant}/bp-{bp}/t4/r1"
-        for fs in ("ext4", "xfs") for variant in ("A", "C") for bp in ("64M", "256M")
+        for fs in ("ext4", "xfs") for variant in ("A", "C") for bp in ("16M", "32M")
     ]
     assert all(len(c) == 3 and c[2] == "todo" for c in cells)
     assert all(c[1].startswith("key=") and len(c[1]) == 20 and int(c[1][4:], 16) >= 0 for c in cells)
