@@ -80,7 +80,7 @@ def check_rows(server: Server, oltp: dict) -> None:
     """Every table holds table_size rows (a loader that died part-way leaves fewer)."""
     tables = [f"sbtest.sbtest{n}" for n in range(1, oltp["tables"] + 1)]
     sql = " UNION ALL ".join(f"SELECT '{table}', COUNT(*) FROM {table}" for table in tables)
-    counts = dict(line.split("\t") for line in server.client(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S).splitlines())
+    counts = dict(line.partition("\t")[::2] for line in server.client(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S).splitlines())
     short = [f"{table} has {counts.get(table, 'no')} rows" for table in tables if counts.get(table) != str(oltp["table_size"])]
     if short:
         raise TrialError(f"sysbench prepare left {'; '.join(short)}, not {oltp['table_size']}")
@@ -118,6 +118,8 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     """Create the datadir and fill it; returns the record kept beside the pristine copy."""
     instance = p["instance"]
     error_log = Path(instance["socket"] + ".err")
+    # The server appends to its error log: an earlier load's "waiting for space" must not count.
+    error_log.unlink(missing_ok=True)
     cnf = log_dir / "load-my.cnf"
     write_cnf(cnf, p["mycnf"], instance, loading, error_log)
     server = Server(p["server"], cnf, instance["socket"], log_dir / "load-mysqld.out")

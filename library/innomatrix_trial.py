@@ -180,11 +180,11 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
             raise TrialError(f"server died during the trial: {tail(error_log, 3)}")
     finally:
         end(driver, first=signal.SIGINT)
-        if cell["workload"] == "tpcc":
-            redact_driver_log(tmp / "driver.log")
         collectors.stop()
         trial["times"].setdefault("ended", iso(utcnow()))
         server.stop()
+        if cell["workload"] == "tpcc":
+            redact_driver_log(tmp / "driver.log")
         if error_log.exists():
             shutil.copy(error_log, tmp / "mysqld.err")
 
@@ -192,8 +192,12 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
 def redact_driver_log(log: Path) -> None:
     """tpcc_start echoes its options, the password among them (empty here: it logs in over the
     socket): the stored log never shows what it echoed."""
-    if log.exists():
+    try:
         log.write_text(tpcc_parse.redact(log.read_text(errors="replace"), ""))
+    except FileNotFoundError:
+        pass
+    except OSError:
+        log.unlink(missing_ok=True)  # never kept as printed; raising here would hide the first error
 
 
 def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:

@@ -113,7 +113,8 @@ def stop_ours(found: list[Holder], grace: float = 30.0) -> list[Holder]:
     """SIGTERM the suite's own holders (a server shuts down cleanly on it), SIGKILL after `grace`."""
     ours = [holder for holder in found if holder.ours]
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        left = [holder for holder in ours if _alive(holder.pid)]
+        # Still there and still ours: a pid freed meanwhile may belong to someone else now.
+        left = [holder for holder in ours if _alive(holder.pid) and _started_by_suite(Path(f"/proc/{holder.pid}"))]
         for holder in left:
             try:
                 os.kill(holder.pid, sig)

@@ -147,6 +147,7 @@ def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmu
 # What a comparison says of one configuration.
 DIFFERS, SAME = "differs", "no difference"
 UNKNOWN = "1 trial on a side: run-to-run variance unknown"
+NO_SPREAD = "identical trial medians: run-to-run variance unknown"
 
 
 @dataclass(frozen=True)
@@ -185,11 +186,11 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     var_a, var_b = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se = math.sqrt(var_a + var_b)
     if se == 0:
-        low = high = ratio
-    else:
-        df = (var_a + var_b) ** 2 / (var_a ** 2 / (a.size - 1) + var_b ** 2 / (b.size - 1))
-        half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
-        low, high = math.exp(difference - half), math.exp(difference + half)
+        # Every trial gave the same median: that says nothing about the next one.
+        return Verdict(ratio, float("nan"), float("nan"), NO_SPREAD)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / (a.size - 1) + var_b ** 2 / (b.size - 1))
+    half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
+    low, high = math.exp(difference - half), math.exp(difference + half)
     return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME)
 
 
@@ -392,7 +393,7 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
 
 # --- comparing two runs ------------------------------------------------------------------------
 
-MATCH = ("filesystem", "workload", "variant", "bp_size", "threads")
+MATCH = ("filesystem", "workload", "variant", "bp_size", "block_size", "threads")
 
 
 def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.DataFrame:

@@ -106,6 +106,12 @@ def test_one_trial_on_a_side_gives_a_ratio_and_no_verdict():
     assert np.isnan(verdict.low) and np.isnan(verdict.high)
 
 
+def test_identical_trial_medians_give_no_verdict():
+    # No spread at all is no estimate of run-to-run variance, not a certainty.
+    verdict = stats.between_runs(np.array([1000.0, 1000.0]), np.array([999.0, 999.0]))
+    assert verdict.verdict == stats.NO_SPREAD and not verdict.differs
+
+
 def test_the_verdict_is_symmetric_and_reads_trials_not_intervals():
     a, b = np.array([1000.0, 1100.0, 1050.0]), np.array([900.0, 950.0, 1000.0])
     ab, ba = stats.between_runs(a, b), stats.between_runs(b, a)

@@ -108,10 +108,10 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     written.files.append(written.html)
     matched = int((comparison["only_in"] == "").sum()) if len(comparison) else 0
     differs = int(comparison["differs"].sum()) if len(comparison) else 0
-    unknown = int((comparison["verdict"] == stats.UNKNOWN).sum()) if len(comparison) else 0
+    withheld = comparison[comparison["verdict"].isin([stats.UNKNOWN, stats.NO_SPREAD])] if len(comparison) else comparison
     headline = f"{matched} matching configurations, {differs} differ (95 % CI excludes 1)"
-    if unknown:
-        headline += f", {unknown} without a verdict ({stats.UNKNOWN})"
+    if len(withheld):
+        headline += f", {len(withheld)} without a verdict ({'; '.join(sorted(set(withheld['verdict'])))})"
     written.lines = [headline, tables.noise_note(floor), "",
                      tables.markdown(table.display), "", *table.notes, "", f"compare: {written.html}"]
     return written

@@ -181,7 +181,7 @@ def compare_bars(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot | N
     both = comparison[comparison["only_in"] == ""]
     if both.empty:
         return None
-    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "threads") if c in both]
+    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads") if c in both]
     labels = ["/".join(str(row[k]) for k in keys) for _, row in both.iterrows()]
     ratio = both["ratio"].to_numpy(dtype=np.float64)
     low = ratio - both["ci_low"].to_numpy(dtype=np.float64)

@@ -291,7 +291,7 @@ def noise_note(floor: NoiseFloor) -> str:
 
 
 def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor) -> Table:
-    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "threads") if c in comparison]
+    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads") if c in comparison]
     columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "a_trials",
                "b_trials", "only_in", "a_flags", "b_flags"]
     data = comparison[columns]
