@@ -245,6 +245,9 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     if trial["status"] == "ok" and not parsed["complete"]:
         trial["status"] = "invalid"
         trial["reasons"].append(INCOMPLETE_LOG)
+    if trial["status"] == "ok" and parsed["breaks"]:
+        trial["status"] = "invalid"
+        trial["reasons"].append(f"driver.log intervals out of step: {'; '.join(parsed['breaks'][:3])}")
 
 
 def _interrupt(signum, frame):

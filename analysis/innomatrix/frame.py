@@ -297,6 +297,7 @@ def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, 
         "driver_kind": None,
         "fatal": "",
         "driver_complete": True,
+        "driver_breaks": "",
         "driver_flags": "; ".join(map(str, record.get("flags") or [])),
         "fileio_run_p95_ms": fileio.get("run_latency_p95_ms"),
         "fileio_run_p99_ms": fileio.get("run_latency_p99_ms"),
@@ -337,6 +338,7 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
     summary = output.summary
     meta["fatal"] = "; ".join(output.fatal[:3])
     meta["driver_complete"] = output.complete
+    meta["driver_breaks"] = "; ".join(output.breaks[:3])
     meta["driver_total_time_s"] = summary.get("total_time_s")
     meta["driver_transactions"] = summary.get("transactions")
     meta["driver_ignored_errors"] = summary.get("ignored_errors")
@@ -348,13 +350,16 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
         raise ParseError(path, f"mixes interval kinds {output.kinds}")
     kind = output.kinds[0]
     t = output.columns["t"]
+    # A second printed twice (the reporting thread woke late): the first one stands.
+    advancing = np.concatenate([[True], np.diff(t) > 0])
+    t = t[advancing]
     if meta["report_interval_s"] is None and len(t) > 1:
         meta["report_interval_s"] = float(np.median(np.diff(t)))
     meta["driver_last_t"] = float(t.max())
     pcts = set(output.columns["lat_pct"][~np.isnan(output.columns["lat_pct"])].tolist())
     meta["latency_pct"] = pcts.pop() if len(pcts) == 1 else None
     names = _OLTP_METRICS if kind == "oltp" else _FILEIO_METRICS
-    columns = {name: output.columns[name] for name in names}
+    columns = {name: output.columns[name][advancing] for name in names}
     if kind == "oltp":
         columns["throughput"] = columns["tps"]
         meta["throughput_unit"] = "tps"

@@ -362,6 +362,8 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
         reasons.append(f"driver FATAL: {meta['fatal']}")
     elif meta["status"] == "ok" and not meta.get("driver_complete", True):
         reasons.append(sysbench_log.INCOMPLETE_LOG)
+    if meta["status"] == "ok" and meta.get("driver_breaks"):
+        reasons.append(f"driver.log intervals out of step: {meta['driver_breaks']}")
     for flag in filter(None, str(meta.get("driver_flags") or "").split("; ")):
         if flag != "stall_intervals":  # the report finds stalls itself, below
             reasons.append(DRIVER_FLAGS.get(flag, f"driver: {flag}"))

@@ -44,7 +44,7 @@ class DriverOutput:
     `kinds`: the distinct interval kinds, sorted. `columns`: one float array per field of the
     intervals (`t`, `threads`, `tps`, ..., `lat_pct`, `lat_ms`), NaN where a line has no value;
     empty if the log has no intervals or mixes kinds. `complete`: the log has sysbench's
-    end-of-run summary.
+    end-of-run summary. `breaks`: where the interval times leave their step (parse_output).
     """
 
     kinds: list[str]
@@ -52,6 +52,7 @@ class DriverOutput:
     summary: dict[str, Any]
     fatal: list[str]
     complete: bool
+    breaks: list[str]
 
 
 def parse_output_columns(text: str) -> DriverOutput:
@@ -68,7 +69,7 @@ def _from_output(parsed: dict[str, Any]) -> DriverOutput:
         columns = {name: np.array([np.nan if interval[name] is None else interval[name] for interval in intervals],
                                   dtype=np.float64) for name in _FIELDS[kinds[0]]}
     return DriverOutput(kinds=kinds, columns=columns, summary=parsed["summary"], fatal=parsed["fatal"],
-                        complete=parsed["complete"])
+                        complete=parsed["complete"], breaks=parsed["breaks"])
 
 
 def _in_bulk(text: str) -> DriverOutput | None:
@@ -90,7 +91,7 @@ def _in_bulk(text: str) -> DriverOutput | None:
         return None
     is_interval = is_interval.to_numpy(zero_copy_only=False)
     if columns and interval_breaks(columns["t"].tolist()):
-        return None  # parse_output names the line
+        return None  # parse_output names the lines, or refuses a damaged log
     unindented = pc.invert(pc.match_substring_regex(array, r"^[ \t]")).to_numpy(zero_copy_only=False)
     kept = np.flatnonzero(~_repeats_an_interval(is_interval, unindented))
     try:
@@ -106,7 +107,7 @@ def _in_bulk(text: str) -> DriverOutput | None:
                                            for name, values in columns.items()):
         return None
     return DriverOutput(kinds=kinds, columns=columns, summary=rest["summary"], fatal=rest["fatal"],
-                        complete=rest["complete"])
+                        complete=rest["complete"], breaks=[])
 
 
 def _numbers(rows: list[str], kind: str) -> dict[str, np.ndarray] | None:

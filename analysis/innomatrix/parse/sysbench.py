@@ -332,10 +332,13 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
     run had --histogram=on. complete is False when the log has no end-of-run
     summary (a killed driver, or a cut log): its caller says which.
 
+    breaks lists where the interval times leave their step (interval_breaks), as
+    "line N: ...": a trial with breaks is marked, not dropped. check_intervals=False
+    leaves that to a caller that reads the intervals itself.
+
     Raises ValueError naming the line for what would otherwise be a clean-looking
-    wrong number: an interval repeated, missing or out of order (see
-    interval_breaks; check_intervals=False leaves that to a caller that reads the
-    intervals itself), or a histogram whose counts do not add up to the run's events.
+    wrong number: an interval line printed twice or out of order, or a histogram
+    whose counts do not add up to the run's events.
     """
     intervals: list[dict[str, Any]] = []
     interval_lines: list[int] = []
@@ -352,9 +355,12 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
             intervals.append(interval)
             interval_lines.append(number)
     breaks = interval_breaks([interval["t"] for interval in intervals]) if check_intervals else []
-    if breaks:
-        index, problem = breaks[0]
-        raise ValueError(f"line {interval_lines[index]}: {problem}")
+    for index, problem in breaks:
+        # A line printed twice or a time that goes back is a damaged log; a second printed twice
+        # with other figures, or one skipped, is sysbench's reporting thread waking late.
+        earlier, later = intervals[index - 1], intervals[index]
+        if later["t"] < earlier["t"] or later == earlier:
+            raise ValueError(f"line {interval_lines[index]}: {problem}")
     summary = parse_summary(text)
     histogram = parse_histogram(text)
     if histogram is not None and "events" in summary and sum(count for _, count in histogram) != summary["events"]:
@@ -367,6 +373,7 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
         "histogram": histogram,
         "fatal": fatal,
         "complete": "latency_sum_ms" in summary,
+        "breaks": [f"line {interval_lines[index]}: {problem}" for index, problem in breaks],
     }
 
 
