@@ -326,6 +326,14 @@ _OLTP_METRICS = ("threads", "tps", "qps", "reads_s", "writes_s", "other_s", "err
 _FILEIO_METRICS = ("read_mib_s", "write_mib_s", "fsyncs_s", "lat_ms")
 
 
+def _unreadable(path: Path, meta: dict[str, Any], notes: list[str], exc: ValueError) -> None:
+    """A damaged driver log stops the report, naming file and line, unless its trial already ended
+    failed or invalid: a driver killed mid-output leaves a cut log, and the trial says why."""
+    if meta["status"] == "ok":
+        raise ParseError(path, str(exc)) from None
+    notes.append(f"driver: {path.name} cannot be read ({exc}); the trial is {meta['status']}")
+
+
 def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
     meta = data.meta
     if not path.exists():
@@ -334,7 +342,8 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
     try:
         output = parse_output_columns(path.read_text(errors="replace"))
     except ValueError as exc:
-        raise ParseError(path, str(exc)) from None
+        _unreadable(path, meta, notes, exc)
+        return
     summary = output.summary
     meta["fatal"] = "; ".join(output.fatal[:3])
     meta["driver_complete"] = output.complete
@@ -384,7 +393,8 @@ def _tpcc_driver(path: Path, data: TrialData, notes: list[str]) -> None:
     try:
         parsed = tpcc.parse_output(path.read_text(errors="replace"))
     except ValueError as exc:
-        raise ParseError(path, str(exc)) from None
+        _unreadable(path, meta, notes, exc)
+        return
     meta["fatal"] = "; ".join(fatal["text"] for fatal in parsed["fatal"][:3])
     meta["driver_kind"] = "tpcc"
     meta["throughput_unit"] = "tpmC"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import re
 import subprocess
 from pathlib import Path
@@ -148,6 +150,19 @@ def test_damaged_input_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys, 
     assert stdout == ""
     assert len(stderr.strip().splitlines()) == 1, stderr  # the error alone, no traceback
     assert re.search(expected, stderr.strip().splitlines()[-1]), stderr
+
+
+def test_a_damaged_log_of_a_trial_that_failed_anyway_does_not_stop_the_report(tmp_path, capsys):
+    # A driver killed mid-output leaves a cut log; its trial already says why it failed.
+    tiny = real_tiny(tmp_path)
+    trial = tiny / "localhost/xfs/oltp/A/bp-64M/t2/r1"
+    record = json.loads((trial / "trial.json").read_text())
+    (trial / "trial.json").write_text(json.dumps({**record, "status": "failed", "reasons": ["sysbench was killed"]}))
+    text = (trial / "driver.log").read_text()
+    (trial / "driver.log").write_text(text.replace("tps: 770.99", "tps: 1" + "0" * 400))
+    assert cli.main(["report", str(tiny)]) == 0
+    summary = pd.read_csv(tiny / "summary.csv")
+    assert summary["status"].item() == "failed" and "sysbench was killed" in summary["flags"].item()
 
 
 def test_a_lost_interval_is_read_and_flagged(tmp_path, capsys):
