@@ -57,7 +57,7 @@ def main(runs: list[str]) -> int:
     for name, pool in pools.items():
         sd_log = float(np.std(np.log(pool), ddof=1))
         print(f"{name}: {pool.size} trials, medians {', '.join(f'{m:.1f}' for m in pool)}")
-        print(f"  run-to-run CoV of the median: {stats.cov(pool):.1%}")
+        print(f"  run-to-run CoV of the median: {stats.log_cov(sd_log):.1%} (as compare's noise floor computes it)")
         rates = ", ".join(f"{r} repeats {false_difference_rate(pool, r, rng):.1%}" for r in REPEATS)
         print(f"  A/A 'differs' in {PAIRS} simulated pairs: {rates}")
         effects = ", ".join(f"{r} repeats " + ("no verdict" if r < 2 else f"±{stats.minimum_detectable_effect(sd_log, r):.1%}")

@@ -33,7 +33,6 @@ from innomatrix.frame import Frame
 from innomatrix.parse import sysbench as sysbench_log
 
 THROUGHPUT = "driver.throughput"
-SEED = 20131122  # fixed, so a report is the same every time it is made
 
 
 @dataclass(frozen=True)
@@ -204,6 +203,11 @@ class NoiseFloor:
     detectable: float        # ratio - 1 beyond which a difference shows at those repeats (NaN: none)
 
 
+def log_cov(sd_log: float) -> float:
+    """The coefficient of variation of lognormal values whose logarithms spread by `sd_log`."""
+    return math.sqrt(math.exp(sd_log ** 2) - 1) if not math.isnan(sd_log) else float("nan")
+
+
 def minimum_detectable_effect(sd_log: float, repeats: int, confidence: float = 0.95) -> float:
     """The difference (as ratio - 1) that run-to-run noise alone keeps inside the interval of a
     comparison with `repeats` trials a side: its half-width. NaN with fewer than 2 repeats."""
@@ -228,7 +232,7 @@ def noise_floor(*cells_tables: pd.DataFrame, confidence: float = 0.95) -> NoiseF
                 degrees += logs.size - 1
                 configurations += 1
     sd_log = math.sqrt(squares / degrees) if degrees else float("nan")
-    cov_value = math.sqrt(math.exp(sd_log ** 2) - 1) if degrees else float("nan")
+    cov_value = log_cov(sd_log)
     repeats = fewest or 0
     return NoiseFloor(cov_value, configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence))
 

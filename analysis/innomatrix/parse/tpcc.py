@@ -19,7 +19,6 @@ that does not parse, a missing interval or a result table of the wrong shape rai
 # than the controller's.
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections.abc import Callable
