@@ -1,4 +1,4 @@
-"""Thin Ansible filters over the innomatrix package: the plan and my.cnf rendering live there."""
+"""Thin Ansible filters over the innomatrix package: the plan (with each cell's my.cnf) lives there."""
 
 from __future__ import annotations
 
@@ -32,18 +32,6 @@ def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dic
 
 def innomatrix_plan_lines(the_plan: dict) -> list[str]:
     return plan.describe(the_plan)
-
-
-def innomatrix_mycnf(variant: str, cnf_dir: str, server: dict, overrides: dict) -> dict:
-    """Render a variant for the server in use; refuse options that server does not know."""
-    try:
-        text, notes = mycnf.render_variant(
-            cnf_dir, variant, server["flavor"], server["version"], set(server["known_options"]),
-            {str(k): str(v) for k, v in overrides.items()},
-        )
-    except mycnf.MyCnfError as exc:
-        raise AnsibleFilterError(str(exc)) from None
-    return {"text": text, "notes": notes}
 
 
 def innomatrix_commit(checkout: str) -> str:
@@ -82,7 +70,6 @@ class FilterModule:
             "innomatrix_plan": innomatrix_plan,
             "innomatrix_check_knobs": innomatrix_check_knobs,
             "innomatrix_plan_lines": innomatrix_plan_lines,
-            "innomatrix_mycnf": innomatrix_mycnf,
             "innomatrix_known_options": innomatrix_known_options,
             "innomatrix_outcomes": innomatrix_outcomes,
             "innomatrix_commit": innomatrix_commit,

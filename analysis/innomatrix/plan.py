@@ -45,6 +45,9 @@ class Context:
     driver_version: str
     variant_digests: dict[str, str]
     tpcc_version: str = ""
+    # Known once the server is installed: the plan then renders each cell's my.cnf for it.
+    cnf_dir: str = ""
+    server_known_options: frozenset[str] | None = None
 
 
 def context(facts: dict[str, Any], cnf_dir: str) -> Context:
@@ -58,6 +61,9 @@ def context(facts: dict[str, Any], cnf_dir: str) -> Context:
         driver_version=str(facts["driver_version"]),
         variant_digests={v: mycnf.variant_digest(cnf_dir, v) for v in mycnf.variant_ids(cnf_dir)},
         tpcc_version=str(facts.get("tpcc_version") or ""),
+        cnf_dir=cnf_dir,
+        server_known_options=(frozenset(map(str, facts["server_known_options"]))
+                              if facts.get("server_known_options") else None),
     )
 
 
@@ -315,6 +321,8 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
     todo = [c for c in cells if c["state"] == "todo"]
     for index, cell in enumerate(todo, start=1):
         cell["index"], cell["total"] = index, len(todo)
+    if ctx.server_known_options is not None:
+        _render_mycnf(spec, ctx, todo)
     return {
         "spec": spec,
         "cells": cells,
@@ -322,6 +330,32 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
         "counts": {"cells": len(cells), "todo": len(todo), "done": len(cells) - len(todo)},
         "device_bytes_needed": space_needed(spec),
     }
+
+
+def _render_mycnf(spec: dict[str, Any], ctx: Context, cells: list[dict[str, Any]]) -> None:
+    """Give each cell the my.cnf it runs with and each dataset the one it is loaded with, for the
+    server as installed: the one place options are assembled (variant, overrides, buffer pool).
+    A variant that does not render for this server stops the plan, before anything is formatted.
+    The load runs with variant A and the sweep's largest buffer pool."""
+    rendered: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def render(variant: str, bp_size: str) -> dict[str, Any]:
+        if (variant, bp_size) not in rendered:
+            overrides = {**spec["mycnf_overrides"], "innodb_buffer_pool_size": bp_size}
+            text, notes = mycnf.render_variant(ctx.cnf_dir, variant, ctx.server_flavor, ctx.server_version,
+                                               set(ctx.server_known_options or ()), overrides)
+            rendered[variant, bp_size] = {"text": text, "notes": notes}
+        return rendered[variant, bp_size]
+
+    for variant in spec["variants"]:
+        for bp in spec["bp_sizes"]:
+            render(variant, k.size_label(bp))  # every variant, even with no cell left to run
+    for cell in cells:
+        if cell["workload"] == "fileio":  # the device alone: no server, no my.cnf
+            cell["mycnf"] = {"text": "", "notes": []}
+            continue
+        cell["mycnf"] = render(cell["variant"], cell["bp_size"])
+        cell["dataset"]["mycnf"] = render("A", k.size_label(max(spec["bp_sizes"])))["text"]
 
 
 def _ordered(cells: list[dict[str, Any]], spec: dict[str, Any], fs: str) -> list[dict[str, Any]]:

@@ -75,7 +75,6 @@ def test_the_filters_ansible_sees() -> None:
         "innomatrix_plan": filters.innomatrix_plan,
         "innomatrix_check_knobs": filters.innomatrix_check_knobs,
         "innomatrix_plan_lines": filters.innomatrix_plan_lines,
-        "innomatrix_mycnf": filters.innomatrix_mycnf,
         "innomatrix_known_options": filters.innomatrix_known_options,
         "innomatrix_outcomes": filters.innomatrix_outcomes,
         "innomatrix_commit": filters.innomatrix_commit,
@@ -218,33 +217,43 @@ def server() -> dict[str, Any]:
     return {"flavor": "mariadb", "version": MARIADB_VERSION, "known_options": known}
 
 
-def test_innomatrix_mycnf_renders_with_the_overrides(server: dict[str, Any]) -> None:
-    rendered = filters.innomatrix_mycnf("A", CNF_DIR, server, {"innodb_buffer_pool_size": "64M",
-                                                                "innodb_io_capacity": 2000})
-    text, notes = mycnf.render_variant(CNF_DIR, "A", "mariadb", MARIADB_VERSION, set(server["known_options"]),
-                                       {"innodb_buffer_pool_size": "64M", "innodb_io_capacity": "2000"})
-    assert rendered == {"text": text, "notes": notes}
-    lines = rendered["text"].splitlines()
-    assert lines[0] == "# innomatrix variant A for mariadb 10.11.19 (10.11.19-MariaDB-0+deb12u1)"
+def installed(server: dict[str, Any]) -> dict[str, Any]:
+    """The facts once the server is installed: the plan then renders every cell's my.cnf."""
+    return {**FACTS, "server_version": server["version"], "server_known_options": server["known_options"]}
+
+
+def test_the_plan_hands_each_cell_its_my_cnf(server: dict[str, Any], tmp_path: Path) -> None:
+    knobs = {**KNOBS, "mycnf_overrides": {"innodb_io_capacity": 2000}}
+    the_plan = filters.innomatrix_plan(knobs, installed(server), CNF_DIR, str(tmp_path))
+    cell = next(c for c in the_plan["cells"] if c["variant"] == "C" and c["bp_size"] == "64M")
+    text, notes = mycnf.render_variant(CNF_DIR, "C", "mariadb", MARIADB_VERSION, set(server["known_options"]),
+                                       {"innodb_io_capacity": "2000", "innodb_buffer_pool_size": "64M"})
+    assert cell["mycnf"] == {"text": text, "notes": notes}
+    lines = text.splitlines()
+    assert lines[0] == "# innomatrix variant C for mariadb 10.11.19 (10.11.19-MariaDB-0+deb12u1)"
     assert "[mysqld]" in lines
     assert "innodb_buffer_pool_size = 64M" in lines
-    assert lines[-1] == "innodb_io_capacity = 2000"
-    assert "serverid=101 → server_id=101 (the post's typo: the variable is server_id)" in rendered["notes"]
+    assert "innodb_io_capacity = 2000" in lines
+    assert "serverid=101 → server_id=101 (the post's typo: the variable is server_id)" in notes
+    # The load: variant A with the sweep's largest buffer pool, for every pass.
+    load, _ = mycnf.render_variant(CNF_DIR, "A", "mariadb", MARIADB_VERSION, set(server["known_options"]),
+                                   {"innodb_io_capacity": "2000", "innodb_buffer_pool_size": "256M"})
+    assert {p["datasets"][0]["mycnf"] for p in the_plan["passes"]} == {load}
 
 
-def test_innomatrix_mycnf_refuses_an_option_the_server_does_not_know(server: dict[str, Any]) -> None:
+def test_a_plan_before_the_server_is_installed_renders_nothing(tmp_path: Path) -> None:
+    the_plan = filters.innomatrix_plan(KNOBS, FACTS, CNF_DIR, str(tmp_path))
+    assert not any("mycnf" in cell or "mycnf" in cell["dataset"] for cell in the_plan["cells"])
+
+
+def test_a_variant_the_server_cannot_run_stops_the_plan(server: dict[str, Any], tmp_path: Path) -> None:
     with pytest.raises(AnsibleFilterError) as exc:
-        filters.innomatrix_mycnf("A", CNF_DIR, server, {"no_such_option": "1"})
+        filters.innomatrix_plan({**KNOBS, "mycnf_overrides": {"no_such_option": "1"}}, installed(server), CNF_DIR,
+                                str(tmp_path))
     assert exc.value.message == (
         "variant A asks for options mariadb 10.11.19 does not know: no_such_option "
         "(fix my.cnf.d/base.cnf or add a translation rule)"
     )
-
-
-def test_innomatrix_mycnf_refuses_an_unknown_variant(server: dict[str, Any]) -> None:
-    with pytest.raises(AnsibleFilterError) as exc:
-        filters.innomatrix_mycnf("Z", CNF_DIR, server, {})
-    assert exc.value.message == f"unknown variant 'Z': use one of A, B, C, D (from {CNF_DIR})"
 
 
 def test_innomatrix_known_options_is_sorted() -> None:
