@@ -47,7 +47,7 @@ from ansible.module_utils.innomatrix_runtime import (
     staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
-from ansible.module_utils.innomatrix_sysbench import INCOMPLETE_LOG, parse_output, summarize, summarize_fileio
+from ansible.module_utils.innomatrix_sysbench import INCOMPLETE_LOG, parse_output, stall_flags, summarize, summarize_fileio
 
 # What trial.json says about the cell (block_size: fileio cells only).
 CELL_FIELDS = ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads", "repeat")
@@ -204,7 +204,8 @@ def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
     """tpmC and New-Order latency from tpcc_start's output; a failed transaction or a [NG]
     transaction mix makes the trial invalid, a [NG] response time is a recorded flag."""
     try:
-        summary = tpcc_parse.summarize(tpcc_parse.parse_output(text), cell["warmup"], cell["report_interval"])
+        summary = tpcc_parse.summarize(tpcc_parse.parse_output(text), cell["warmup"], cell["report_interval"],
+                                      stall_flags=stall_flags)
     except ValueError as exc:
         trial["status"] = "failed"
         trial["reasons"].append(f"driver.log cannot be read: {exc}")

@@ -23,6 +23,7 @@ from types import ModuleType
 
 import pytest
 
+from innomatrix.parse import sysbench
 from innomatrix.parse import tpcc as tpcc_parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,7 @@ def test_load_and_run(base: Path, server: object, built: dict) -> None:
     assert run.wait(timeout=RAMPUP_S + DURATION_S + 120) == 0
 
     parsed = tpcc_parse.parse_output((logs / "tpcc_start.log").read_text())
-    summary = tpcc_parse.summarize(parsed, warmup_s=WARMUP_S, interval_s=INTERVAL_S)
+    summary = tpcc_parse.summarize(parsed, warmup_s=WARMUP_S, interval_s=INTERVAL_S, stall_flags=sysbench.stall_flags)
     print(f"tpcc_start: {summary['tpmc_tool']} TpmC (tool), {summary['tpmc_measured']} after the warmup, "
           f"flags {summary['flags']}")
     assert parsed["parameters"]["warehouses"] == WAREHOUSES and parsed["parameters"]["connections"] == CONNECTIONS

@@ -4,11 +4,16 @@ way: stalls, the median throughput, the median latency outside stalls, the error
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from innomatrix import frame, stats
 from innomatrix.parse import sysbench
 from synth import Trial, steady, write_trial
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def _both(tmp_path, trial: Trial) -> tuple[dict, dict]:
@@ -46,3 +51,30 @@ def test_a_changed_definition_changes_both(tmp_path, monkeypatch) -> None:
     host, report = _both(tmp_path, _trial())
     assert host["stall_intervals"] == report["stall_intervals"] == 35
     assert host["latency_p95_ms_median"] is None and report["latency_ms_median"] != report["latency_ms_median"]
+
+
+def test_tpcc_host_summary_and_report_agree_on_stalls_and_medians(tmp_path) -> None:
+    """tpcc: an interval of 3 New-Orders among ~600 is a stall in the report; the host once
+    counted only intervals with none (0 stalls here), so the two disagreed on the same trial."""
+    from innomatrix.parse import tpcc
+
+    text = (FIXTURES / "tpcc" / "tpcc_start-2wh-4c.log").read_text()
+    assert "  15, trx: 588," in text
+    text = text.replace("  15, trx: 588,", "  15, trx: 3,", 1)
+    directory = tmp_path / "run" / "db1/xfs/tpcc/A/bp-64M/t4/r1"
+    directory.mkdir(parents=True)
+    (directory / "driver.log").write_text(text)
+    (directory / "trial.json").write_text(json.dumps({
+        "schema": 1, "key": "k" * 16, "status": "ok", "reasons": [],
+        "cell": {"host": "db1", "filesystem": "xfs", "workload": "tpcc", "variant": "A", "bp_size": "64M",
+                 "threads": 4, "repeat": 1},
+        "times": {"started": "2026-11-22T06:00:00Z", "measure_start": "2026-11-22T06:00:00Z",
+                  "ended": "2026-11-22T06:00:30Z"},
+        "durations": {"warmup_s": 0, "measured_s": 30, "report_interval_s": 5},
+    }))
+    report = stats.cells(frame.load(tmp_path / "run", workers=1)).iloc[0].to_dict()
+    host = tpcc.summarize(tpcc.parse_output(text), 0, 5, stall_flags=sysbench.stall_flags)
+    assert host["stall_intervals"] == report["stall_intervals"] == 1
+    assert host["intervals_measured"] == report["intervals_measured"] == 6
+    assert host["throughput_median"] == pytest.approx(report["throughput_median"])
+    assert host["latency_p95_ms_median"] == pytest.approx(report["latency_ms_median"])

@@ -5,11 +5,15 @@ The fixtures are real tpcc-mysql outputs and two handmade ones (tests/fixtures/t
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
-from innomatrix.parse import tpcc
+from innomatrix.parse import sysbench, tpcc
+
+# Stalls as the trial module judges them on the host: sysbench's rule, handed over.
+summarize = functools.partial(tpcc.summarize, stall_flags=sysbench.stall_flags)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"
 
@@ -108,7 +112,7 @@ def test_a_run_shorter_than_one_interval_parses_and_is_invalid() -> None:
     text = edited(edited(head + tail, " in 30 sec.", " in 0 sec."), "7142.000 TpmC", "inf TpmC")
     parsed = tpcc.parse_output(text)
     assert parsed["intervals"] == [] and parsed["interval_s"] is None and parsed["tpmc"] is None
-    summary = tpcc.summarize(parsed, warmup_s=0, interval_s=5)
+    summary = summarize(parsed, warmup_s=0, interval_s=5)
     assert summary["status"] == "invalid"
     assert any("no TpmC" in reason for reason in summary["reasons"])
 
@@ -163,7 +167,7 @@ def test_intervals_that_do_not_cover_the_measured_time_are_an_error() -> None:
 
 
 def test_a_clean_run_is_ok_with_the_response_time_checks_as_a_flag() -> None:
-    summary = tpcc.summarize(tpcc.parse_output(CLEAN), warmup_s=0, interval_s=5)
+    summary = summarize(tpcc.parse_output(CLEAN), warmup_s=0, interval_s=5)
     assert summary["status"] == "ok" and summary["reasons"] == []
     assert summary["flags"] == ["response_time_ng"]
     # 3571 New-Orders in 30 s.
@@ -180,7 +184,7 @@ def test_a_clean_run_is_ok_with_the_response_time_checks_as_a_flag() -> None:
     (0, 6, 3571), (4.9, 5, 3571 - 731), (5, 5, 3571 - 731), (10, 4, 2305), (30, 0, 0),
 ])
 def test_the_warmup_is_left_out_by_interval_start(warmup_s: float, measured: int, new_orders: int) -> None:
-    summary = tpcc.summarize(tpcc.parse_output(CLEAN), warmup_s=warmup_s, interval_s=5)
+    summary = summarize(tpcc.parse_output(CLEAN), warmup_s=warmup_s, interval_s=5)
     assert summary["intervals_measured"] == measured
     assert summary["new_orders_measured"] == new_orders
     assert summary["tpmc_whole_run"] == 7142.0
@@ -191,14 +195,14 @@ def test_the_warmup_is_left_out_by_interval_start(warmup_s: float, measured: int
 
 
 def test_sql_errors_that_were_retried_are_only_a_flag() -> None:
-    summary = tpcc.summarize(tpcc.parse_output(fixture("tpcc_start-2wh-4c-killed-queries.log")), 0, 5)
+    summary = summarize(tpcc.parse_output(fixture("tpcc_start-2wh-4c-killed-queries.log")), 0, 5)
     assert summary["status"] == "ok"
     assert summary["flags"] == ["response_time_ng", "sql_errors"] and summary["sql_errors"] == 4
     assert summary["tpmc_tool"] == summary["tpmc_whole_run"] == 7998.0
 
 
 def test_failures_make_the_trial_invalid() -> None:
-    summary = tpcc.summarize(tpcc.parse_output(fixture("handmade-tpcc_start-failures.log")), 0, 5)
+    summary = summarize(tpcc.parse_output(fixture("handmade-tpcc_start-failures.log")), 0, 5)
     assert summary["status"] == "invalid"
     assert summary["reasons"][:2] == ["2 new_order transaction(s) failed (gave up after retrying)",
                                       "1 payment transaction(s) failed (gave up after retrying)"]
@@ -207,25 +211,25 @@ def test_failures_make_the_trial_invalid() -> None:
 
 def test_failures_in_either_table_count() -> None:
     text = edited(CLEAN, "  [3] sc:337  lt:20  rt:0  fl:0 ", "  [3] sc:337  lt:20  rt:0  fl:1 ")
-    summary = tpcc.summarize(tpcc.parse_output(text), 0, 5)
+    summary = summarize(tpcc.parse_output(text), 0, 5)
     assert summary["reasons"] == ["1 delivery transaction(s) failed (gave up after retrying)"]
 
 
 def test_a_transaction_mix_ng_makes_the_trial_invalid() -> None:
-    summary = tpcc.summarize(tpcc.parse_output(fixture("handmade-tpcc_start-mix-ng.log")), 0, 5)
+    summary = summarize(tpcc.parse_output(fixture("handmade-tpcc_start-mix-ng.log")), 0, 5)
     assert summary["status"] == "invalid"
     assert summary["reasons"] == ["transaction-mix check [NG]: payment 42.98% (at least 43.0% required)"]
     assert summary["flags"] == ["response_time_ng"]
 
 
 def test_a_connection_that_gave_up_makes_the_trial_invalid() -> None:
-    summary = tpcc.summarize(tpcc.parse_output(fixture("tpcc_start-2wh-4c-connection-refused.log")), 0, 5)
+    summary = summarize(tpcc.parse_output(fixture("tpcc_start-2wh-4c-connection-refused.log")), 0, 5)
     assert summary["status"] == "invalid"
     assert summary["reasons"] == ["a connection or the driver gave up: 'error at thread_main' (line(s) 27)"]
 
 
 def test_a_tool_figure_that_the_intervals_do_not_explain_makes_the_trial_invalid() -> None:
-    summary = tpcc.summarize(tpcc.parse_output(edited(CLEAN, "7142.000 TpmC", "7140.000 TpmC")), 0, 5)
+    summary = summarize(tpcc.parse_output(edited(CLEAN, "7142.000 TpmC", "7140.000 TpmC")), 0, 5)
     assert summary["status"] == "invalid"
     assert summary["reasons"] == ["tpmC recomputed from the interval lines (7142.000) does not match the tool's (7140.000)"]
     assert summary["tpmc_tool_beyond_intervals"] is None
@@ -237,7 +241,7 @@ def test_a_tool_figure_that_the_intervals_do_not_explain_makes_the_trial_invalid
 def test_the_tool_may_count_one_new_order_per_connection_after_the_last_interval(
         tool: str, beyond: int | None, status: str) -> None:
     # 4 connections, 30 s: one New-Order more is 2 tpmC more.
-    summary = tpcc.summarize(tpcc.parse_output(edited(CLEAN, "7142.000 TpmC", f"{tool} TpmC")), 0, 5)
+    summary = summarize(tpcc.parse_output(edited(CLEAN, "7142.000 TpmC", f"{tool} TpmC")), 0, 5)
     assert (summary["tpmc_tool_beyond_intervals"], summary["status"]) == (beyond, status)
     assert ("new_orders_after_last_interval" in summary["flags"]) == bool(beyond)
 
@@ -251,7 +255,7 @@ def test_the_tools_float_rounding_is_within_the_slack() -> None:
     text = edited(head + intervals + tail, "7142.000 TpmC", "20576.117 TpmC")
     parsed = tpcc.parse_output(text)
     assert sum(interval["new_order_count"] for interval in parsed["intervals"]) == 1234567
-    summary = tpcc.summarize(parsed, 0, 10)
+    summary = summarize(parsed, 0, 10)
     assert summary["status"] == "ok" and summary["tpmc_tool_beyond_intervals"] == 0
     assert summary["tpmc_whole_run"] == pytest.approx(20576.1166667)
 
@@ -260,7 +264,7 @@ def test_a_stalled_interval_is_flagged_and_left_out_of_the_latency_median() -> N
     text = edited(CLEAN, "  20, trx: 527, 95%: 49.793, 99%: 85.625, max_rt: 203.780,",
                   "  20, trx: 0, 95%: 0.000, 99%: 0.000, max_rt: 0.000,")
     text = edited(text, "7142.000 TpmC", "6088.000 TpmC")
-    summary = tpcc.summarize(tpcc.parse_output(text), 0, 5)
+    summary = summarize(tpcc.parse_output(text), 0, 5)
     assert summary["stall_intervals"] == 1 and "stall_intervals" in summary["flags"]
     assert summary["latency_p95_ms_median"] == pytest.approx(42.692)
     assert summary["status"] == "ok"
@@ -269,9 +273,9 @@ def test_a_stalled_interval_is_flagged_and_left_out_of_the_latency_median() -> N
 def test_summarize_checks_the_interval() -> None:
     parsed = tpcc.parse_output(CLEAN)
     with pytest.raises(ValueError, match="every 5 s, not every 10 s"):
-        tpcc.summarize(parsed, 0, 10)
+        summarize(parsed, 0, 10)
     with pytest.raises(ValueError, match="interval_s must be positive"):
-        tpcc.summarize(parsed, 0, 0)
+        summarize(parsed, 0, 0)
 
 
 # --- redact ---------------------------------------------------------------------

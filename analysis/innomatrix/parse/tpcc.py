@@ -341,7 +341,8 @@ def _tool_agreement(parsed: dict[str, Any]) -> tuple[int | None, str | None]:
     return (round(beyond) if beyond > slack else 0), None
 
 
-def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dict[str, Any]:
+def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float, *,
+              stall_flags: Callable[[list[float]], list[bool]]) -> dict[str, Any]:
     """Summarise one trial from ``parse_output``'s result, ignoring the warmup.
 
     Times are seconds since MEASURING START (tpcc_start's ramp-up, -r, prints no interval).
@@ -356,7 +357,9 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dic
     is recorded but does not invalidate: ``response_time_ng`` (tpcc-mysql runs without think
     time, so its response-time checks usually fail), ``sql_errors`` (retried statements),
     ``new_orders_after_last_interval`` (see ``tpmc_tool_beyond_intervals``) and
-    ``stall_intervals`` (a measured interval with no New-Order).
+    ``stall_intervals``. Which intervals are stalls is the caller's ``stall_flags`` (sysbench's,
+    which the report uses too: this module ships alone to the host, so it is handed over), applied
+    to the New-Order rate; latency medians leave stalls out.
     """
     if interval_s <= 0:
         raise ValueError(f"interval_s must be positive, got {interval_s}")
@@ -366,8 +369,9 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dic
                 if interval["t"] - interval_s >= warmup_s - _EPSILON_S]
     measured_new_orders = sum(interval["new_order_count"] for interval in measured)
     whole_run_new_orders = sum(interval["new_order_count"] for interval in parsed["intervals"])
-    busy = [interval for interval in measured if interval["new_order_count"] > 0]
-    stalls = len(measured) - len(busy)
+    stalled = stall_flags([float(interval["new_order_count"]) for interval in measured])
+    busy = [interval for interval, stall in zip(measured, stalled) if not stall]
+    stalls = sum(stalled)
 
     reasons: list[str] = []
     for transaction in TRANSACTIONS:
