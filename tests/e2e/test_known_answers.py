@@ -1,0 +1,68 @@
+"""A known answer for the verdicts: the same matrix on the same device, once as it is and once
+with the device made slow, must be called different every time, with the right sign.
+
+The slow device is the same loop device with its reads capped by the kernel (cgroup v1 blkio
+throttle on the root group, by device number): InnoDB reads its pages with O_DIRECT, so a cap of
+a few hundred reads a second bites once the dataset outgrows the buffer pool — a large effect
+whose direction is known before the run. The cap is on this test's own loop device only and is
+lifted in a `finally`. The false-difference rate of A/A comparisons is measured in
+bench/verdicts.py (a test that fails 5 % of the time by design does not belong in `make test`).
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from e2e_env import NEEDS_ROOT, ROOT, ok, trials_of
+
+pytestmark = NEEDS_ROOT
+
+THROTTLE = Path("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device")
+READS_PER_S = 150
+REPEATS = 3
+# One configuration, its dataset (2 × 50k rows ≈ 25 MB) well beyond its 16M buffer pool.
+KNOBS = ["-e", "filesystems=xfs", "-e", "bp_sizes=16M", "-e", "oltp_table_size=50000",
+         "-e", "warmup=3", "-e", "duration=12", "-e", f"repeats={REPEATS}"]
+
+
+def device_number(device: str) -> str:
+    return subprocess.run(["lsblk", "-dno", "MAJ:MIN", device], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def compare(run_a: Path, run_b: Path) -> tuple[str, list[dict[str, str]]]:
+    done = subprocess.run([str(ROOT / ".venv/bin/innomatrix"), "compare", str(run_a), str(run_b)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with (run_a / f"compare-{run_b.name}" / "compare.csv").open() as rows:
+        return done.stdout, list(csv.DictReader(rows))
+
+
+@pytest.mark.skipif(not THROTTLE.exists(), reason="no cgroup v1 blkio throttle on this kernel: cannot make a slow device")
+def test_a_device_made_slow_is_found_slower_every_time(env):
+    ok(env.play(*KNOBS, "-e", "run_name=as-is"))
+    [device] = env.loop_devices()
+    number = device_number(device)
+    THROTTLE.write_text(f"{number} {READS_PER_S}\n")
+    try:
+        ok(env.play(*KNOBS, "-e", "run_name=slowed"))
+    finally:
+        THROTTLE.write_text(f"{number} 0\n")
+    assert number not in THROTTLE.read_text()
+
+    as_is, slowed = env.results / "as-is", env.results / "slowed"
+    for run in (as_is, slowed):
+        trials = trials_of(run)
+        assert len(trials) == REPEATS and {t["status"] for t in trials.values()} == {"ok"}, trials
+    printed, [row] = compare(as_is, slowed)
+    print(f"known answer: as-is ÷ reads capped at {READS_PER_S}/s = {float(row['ratio']):.2f} "
+          f"(95 % CI {float(row['ci_low']):.2f}–{float(row['ci_high']):.2f}), {row['verdict']}")
+    assert "1 matching configurations, 1 differ" in printed, printed
+    # A/B = as-is ÷ slowed: the device as it is must be the faster one, and the interval agrees.
+    assert row["verdict"] == "differs", row
+    assert float(row["ratio"]) > 1.2 and float(row["ci_low"]) > 1, row
+    assert env.stray_processes() == []
