@@ -40,6 +40,20 @@ from ansible.module_utils.basic import AnsibleModule
 SYS_BLOCK = Path("/sys/class/block")
 
 
+# The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
+ARGUMENT_SPEC = {
+    "path": {"type": "str", "required": True},
+    "mountpoint": {"type": "path", "required": True},
+    "label": {"type": "str", "required": True},
+    "state_dir": {"type": "path", "required": True},
+    "protected_paths": {"type": "list", "elements": "path", "default": []},
+    "min_bytes": {"type": "int", "default": 0},
+    "wipe_device": {"type": "str", "default": ""},
+    "fstab": {"type": "path", "default": "/etc/fstab"},
+    "crypttab": {"type": "path", "default": "/etc/crypttab"},
+}
+
+
 def sysfs(name: str, leaf: str) -> str:
     try:
         return (SYS_BLOCK / name / leaf).read_text().strip()
@@ -139,24 +153,35 @@ def listed_in(table: str, column: int, real_paths: set[str], ids: dict[str, set[
     return hits
 
 
-def probe(p: dict) -> dict:
-    path, facts = p["path"].strip(), {"path": p["path"].strip(), "safe": False, "wipe": False, "reasons": []}
+# Why the probe could not look further than the name; refusals() words each for the user.
+UNUSABLE = {
+    "unnamed": "no device named",
+    "missing": "{shown} does not exist",
+    "not_block": "{shown} is not a block device",
+    "partition": "{shown} is a partition; name the whole device",
+}
+
+
+def gather(p: dict) -> tuple[dict, dict]:
+    """Read what the device is and what uses it, judging nothing.
+
+    Returns the facts the module reports and the findings only refusals() reads: why the probe
+    stopped early ("unusable", a key of UNUSABLE), or the mounts, swaps, protected paths and
+    fstab or crypttab lines that involve the device.
+    """
+    path = p["path"].strip()
+    facts = {"path": path, "safe": False, "wipe": False, "reasons": []}
     if not path:
-        facts["reasons"].append("no device named")
-        return facts
+        return facts, {"unusable": "unnamed"}
     real = os.path.realpath(path)
-    shown = path if real == path else f"{path} (→ {real})"
     facts["real_path"] = real
     if not os.path.exists(real):
-        facts["reasons"].append(f"{shown} does not exist")
-        return facts
+        return facts, {"unusable": "missing"}
     if not stat.S_ISBLK(os.stat(real).st_mode):
-        facts["reasons"].append(f"{shown} is not a block device")
-        return facts
+        return facts, {"unusable": "not_block"}
     name = os.path.basename(real)
     if (SYS_BLOCK / name / "partition").exists():
-        facts["reasons"].append(f"{shown} is a partition; name the whole device")
-        return facts
+        return facts, {"unusable": "partition"}
     partitions = {e.name for e in (SYS_BLOCK / name).iterdir() if (e / "partition").exists()}
     users = holders({name, *partitions})
     members = {name, *partitions}
@@ -174,31 +199,17 @@ def probe(p: dict) -> dict:
         signature=signatures[name],
         wipefs=wipefs_signatures(real),
     )
-    reasons = facts["reasons"]
     mounts = mounts_of(members | users)
-    foreign = [m for m in mounts if m != (name, p["mountpoint"])]
     facts["mounted_by_suite"] = (name, p["mountpoint"]) in mounts
-    if facts["read_only"]:
-        reasons.append(f"{shown} is read-only")
-    if p["min_bytes"] and facts["size_bytes"] < p["min_bytes"]:
-        reasons.append(f"{shown} has {facts['size_bytes'] / 2**30:.1f} GiB; the matrix needs about "
-                       f"{p['min_bytes'] / 2**30:.1f} GiB (dataset, its pristine copy, redo log, headroom)")
-    if foreign:
-        reasons.append(f"{shown} is mounted ({', '.join(f'/dev/{d} on {m}' for d, m in foreign)})")
-    swaps = swaps_of({f"/dev/{n}" for n in members | users})
-    if swaps:
-        reasons.append(f"{shown} is active swap ({', '.join(swaps)})")
-    if users:
-        reasons.append(f"{shown} is held by {', '.join(sorted(users))} (LVM, RAID, crypt or loop on top of it)")
-    for protected in p["protected_paths"]:
-        if device_of(protected) in members | users:
-            reasons.append(f"{shown} holds {protected}")
     ids = {key: {s[key] for s in signatures.values() if key in s} for key in ("UUID", "LABEL", "PARTUUID", "PARTLABEL")}
     real_paths = {f"/dev/{n}" for n in members}
-    for table, column in ((p["fstab"], 0), (p["crypttab"], 1)):
-        hits = listed_in(table, column, real_paths, ids)
-        if hits:
-            reasons.append(f"{shown} is listed in {table} ({', '.join(hits)})")
+    findings = {
+        "foreign_mounts": [m for m in mounts if m != (name, p["mountpoint"])],
+        "swaps": swaps_of({f"/dev/{n}" for n in members | users}),
+        "protected": [protected for protected in p["protected_paths"] if device_of(protected) in members | users],
+        "listed": [(table, listed_in(table, column, real_paths, ids))
+                   for table, column in ((p["fstab"], 0), (p["crypttab"], 1))],
+    }
 
     # The label alone could be anyone's; the UUID recorded when the suite ran mkfs is the proof.
     signature = signatures[name]
@@ -207,39 +218,59 @@ def probe(p: dict) -> dict:
         signature.get("LABEL") == p["label"] and signature.get("TYPE") in ("ext4", "xfs") and record.is_file()
     )
     facts["suite_record"] = json.loads(record.read_text()) if facts["suite_formatted"] else {}
-    foreign_signatures = not facts["suite_formatted"] and bool(signature or facts["wipefs"] or partitions)
-    if foreign_signatures:
-        what = ", ".join(facts["wipefs"]) or signature.get("TYPE") or signature.get("PTTYPE") or "partitions"
-        allowed = {facts["identity"], facts["identity"].split(":", 1)[1]}
-        if p["wipe_device"] and p["wipe_device"] in allowed:
-            facts["wipe"] = True
-        elif reasons:
-            # wipe_device cannot lift the reasons above: don't suggest it.
-            reasons.append(f"{shown} holds signatures the suite did not write ({what})")
-        else:
-            reasons.append(
-                f"{shown} holds signatures the suite did not write ({what}); to wipe it, pass "
-                f"-e wipe_device=<its serial or WWN> ({facts['identity'].split(':', 1)[1]} here)"
-            )
-    facts["safe"] = not reasons
+    return facts, findings
+
+
+def refusals(p: dict, facts: dict, findings: dict) -> tuple[list[str], bool]:
+    """Why the suite may not format the device, one line each, and whether wipe_device lets it
+    wipe the signatures the suite did not write. Pure: reads only what gather() returned."""
+    path, real = facts["path"], facts.get("real_path", facts["path"])
+    shown = path if real == path else f"{path} (→ {real})"
+    if "unusable" in findings:
+        return [UNUSABLE[findings["unusable"]].format(shown=shown)], False
+    reasons = []
+    if facts["read_only"]:
+        reasons.append(f"{shown} is read-only")
+    if p["min_bytes"] and facts["size_bytes"] < p["min_bytes"]:
+        reasons.append(f"{shown} has {facts['size_bytes'] / 2**30:.1f} GiB; the matrix needs about "
+                       f"{p['min_bytes'] / 2**30:.1f} GiB (dataset, its pristine copy, redo log, headroom)")
+    if findings["foreign_mounts"]:
+        reasons.append(f"{shown} is mounted ({', '.join(f'/dev/{d} on {m}' for d, m in findings['foreign_mounts'])})")
+    if findings["swaps"]:
+        reasons.append(f"{shown} is active swap ({', '.join(findings['swaps'])})")
+    if facts["holders"]:
+        reasons.append(f"{shown} is held by {', '.join(facts['holders'])} (LVM, RAID, crypt or loop on top of it)")
+    reasons += [f"{shown} holds {protected}" for protected in findings["protected"]]
+    reasons += [f"{shown} is listed in {table} ({', '.join(hits)})" for table, hits in findings["listed"] if hits]
+
+    signature = facts["signature"]
+    if facts["suite_formatted"] or not (signature or facts["wipefs"] or facts["partitions"]):
+        return reasons, False
+    what = ", ".join(facts["wipefs"]) or signature.get("TYPE") or signature.get("PTTYPE") or "partitions"
+    own_name = facts["identity"].split(":", 1)[1]
+    if p["wipe_device"] and p["wipe_device"] in {facts["identity"], own_name}:
+        return reasons, True
+    if reasons:
+        # wipe_device cannot lift the reasons above: don't suggest it.
+        reasons.append(f"{shown} holds signatures the suite did not write ({what})")
+    else:
+        reasons.append(
+            f"{shown} holds signatures the suite did not write ({what}); to wipe it, pass "
+            f"-e wipe_device=<its serial or WWN> ({own_name} here)"
+        )
+    return reasons, False
+
+
+def probe(p: dict) -> dict:
+    """The device's facts with the verdict: safe, the reasons it is not, whether to wipe it."""
+    facts, findings = gather(p)
+    facts["reasons"], facts["wipe"] = refusals(p, facts, findings)
+    facts["safe"] = not facts["reasons"]
     return facts
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "str", "required": True},
-            "mountpoint": {"type": "path", "required": True},
-            "label": {"type": "str", "required": True},
-            "state_dir": {"type": "path", "required": True},
-            "protected_paths": {"type": "list", "elements": "path", "default": []},
-            "min_bytes": {"type": "int", "default": 0},
-            "wipe_device": {"type": "str", "default": ""},
-            "fstab": {"type": "path", "default": "/etc/fstab"},
-            "crypttab": {"type": "path", "default": "/etc/crypttab"},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         facts = probe(module.params)
     except (OSError, ValueError) as exc:
