@@ -52,6 +52,22 @@ SLOW_SHUTDOWN_S = 3600
 FAILED_LOAD_STOP_S = 60
 
 
+# The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
+ARGUMENT_SPEC = {
+    "dataset": {"type": "dict", "required": True},
+    "oltp": {"type": "dict", "required": True},
+    "mountpoint": {"type": "path", "required": True},
+    "mycnf": {"type": "str", "required": True},
+    "server": {"type": "dict", "required": True},
+    "instance": {"type": "dict", "required": True},
+    "log_dir": {"type": "path", "required": True},
+    "loaders": {"type": "int", "required": True},
+    "device": {"type": "str", "required": True},
+    "bytes_needed": {"type": "int", "required": True},
+    "tpcc_tool": {"type": "dict", "default": {}},
+}
+
+
 def fill_oltp(p: dict, server: Server, log_dir: Path) -> dict:
     """sysbench prepare with parallel loaders (sysbench parallelises across tables)."""
     instance = p["instance"]
@@ -195,22 +211,7 @@ def out_of_space(p: dict) -> str | None:
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "dataset": {"type": "dict", "required": True},
-            "oltp": {"type": "dict", "required": True},
-            "mountpoint": {"type": "path", "required": True},
-            "mycnf": {"type": "str", "required": True},
-            "server": {"type": "dict", "required": True},
-            "instance": {"type": "dict", "required": True},
-            "log_dir": {"type": "path", "required": True},
-            "loaders": {"type": "int", "required": True},
-            "device": {"type": "str", "required": True},
-            "bytes_needed": {"type": "int", "required": True},
-            "tpcc_tool": {"type": "dict", "default": {}},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     mark_started_processes("dataset")
     p = module.params
     pristine = Path(p["mountpoint"]) / "pristine" / p["dataset"]["key"]

@@ -22,15 +22,16 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_runtime import TrialError, append_record
 
 
+# The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
+ARGUMENT_SPEC = {
+    "path": {"type": "path", "required": True},
+    "first": {"type": "dict", "required": True},
+    "session": {"type": "dict", "required": True},
+}
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "required": True},
-            "first": {"type": "dict", "required": True},
-            "session": {"type": "dict", "required": True},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     if module.check_mode:
         module.exit_json(changed=True)
     try:

@@ -28,6 +28,14 @@ from ansible.module_utils.innomatrix_runtime import TrialError, append_record
 from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
 
 
+# The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
+ARGUMENT_SPEC = {
+    "device": {"type": "path", "required": True},
+    "path": {"type": "path", "required": True},
+    "label": {"type": "str", "required": True},
+}
+
+
 def earlier(path: Path, label: str) -> dict | None:
     """The latest reading recorded under `label`, if any."""
     try:
@@ -38,14 +46,7 @@ def earlier(path: Path, label: str) -> dict | None:
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "device": {"type": "path", "required": True},
-            "path": {"type": "path", "required": True},
-            "label": {"type": "str", "required": True},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if module.check_mode:
         module.exit_json(changed=True)

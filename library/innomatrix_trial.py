@@ -57,6 +57,22 @@ DRIVER_GRACE_S = 120
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+# The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
+ARGUMENT_SPEC = {
+    "cell": {"type": "dict", "required": True},
+    "run_dir": {"type": "path", "required": True},
+    "mycnf": {"type": "str", "required": True},
+    "mycnf_notes": {"type": "list", "elements": "str", "default": []},
+    "server": {"type": "dict", "required": True},
+    "instance": {"type": "dict", "required": True},
+    "mountpoint": {"type": "path", "required": True},
+    "device": {"type": "dict", "required": True},
+    "dataset": {"type": "dict", "required": True},
+    "driver_version": {"type": "str", "required": True},
+    "tpcc_tool": {"type": "dict", "default": {}},
+}
+
+
 def timed(cell: dict) -> list[str]:
     return [f"--time={cell['warmup'] + cell['duration']}", f"--report-interval={cell['report_interval']}", "--events=0"]
 
@@ -261,22 +277,7 @@ def _interrupt(signum, frame):
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "cell": {"type": "dict", "required": True},
-            "run_dir": {"type": "path", "required": True},
-            "mycnf": {"type": "str", "required": True},
-            "mycnf_notes": {"type": "list", "elements": "str", "default": []},
-            "server": {"type": "dict", "required": True},
-            "instance": {"type": "dict", "required": True},
-            "mountpoint": {"type": "path", "required": True},
-            "device": {"type": "dict", "required": True},
-            "dataset": {"type": "dict", "required": True},
-            "driver_version": {"type": "str", "required": True},
-            "tpcc_tool": {"type": "dict", "default": {}},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     mark_started_processes("trial")
     p = module.params
     cell = p["cell"]

@@ -9,8 +9,8 @@ short_description: Unmount the device under test, naming the processes that hold
 description:
   - Processes that the suite started (they carry C(INNOMATRIX_STARTED_BY) in their environment)
     and still hold the mount point are stopped by pid, SIGTERM then SIGKILL after I(grace) seconds.
-  - If the unmount still fails, the error names every holder found in /proc, for example
-    C(cannot unmount /mnt/innomatrix: held by mariadbd (pid 1234), bash (pid 99)).
+  - "If the unmount still fails, the error names every holder found in /proc, for example
+    C(cannot unmount /mnt/innomatrix: held by mariadbd (pid 1234), bash (pid 99))."
   - Nothing is done when nothing is mounted there; /etc/fstab is never touched.
 options:
   path: {description: The mount point, type: path, required: true}
@@ -22,14 +22,15 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_mounts import holders, is_mounted, unmount
 
 
+# The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
+ARGUMENT_SPEC = {
+    "path": {"type": "path", "required": True},
+    "grace": {"type": "float", "default": 30},
+}
+
+
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "required": True},
-            "grace": {"type": "float", "default": 30},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     path = module.params["path"]
     if module.check_mode:
         mounted = is_mounted(path)

@@ -252,6 +252,9 @@ class LoggedProcess:
         self.copier.join(timeout=_STOP_GRACE_S)
 
 
+# innomatrix_runtime.tail's twin, for text rather than a file: this file runs alone on the host
+# (the tpcc role runs it as a script) and module_utils import only the standard library
+# (tests/unit/test_module_utils.py), so it cannot import innomatrix_runtime.
 def _tail(text: str, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
