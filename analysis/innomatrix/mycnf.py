@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from innomatrix.knobs import FLAVORS, KnobError, parse_size
+
 Options = dict[str, str | None]
 Version = tuple[int, ...]
 
@@ -26,7 +28,6 @@ class MyCnfError(ValueError):
     """A variant cannot be read, translated or used; the message is one line."""
 
 
-FLAVORS = ("mariadb", "mysql", "percona")
 BASE_FILE = "base.cnf"
 BASE_VARIANT = "A"
 # The groups mariadbd and mysqld both read for the server itself.  Suffixed
@@ -337,15 +338,13 @@ def _drop(options: Options, rule: Rule) -> tuple[Options, str]:
     return {name: value for name, value in options.items() if name != rule.option}, note
 
 
-_SIZE = re.compile(r"(\d+)\s*([kmgt]?)", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
 def _parse_size(name: str, value: str | None) -> int:
-    found = _SIZE.fullmatch(value or "")
-    if found is None:
-        raise MyCnfError(f"{_fmt(name, value)} is not a size: write digits with an optional K, M, G or T")
-    return int(found.group(1)) * _UNITS[found.group(2).lower()]
+    """A variant's size, read by the knobs' one size parser; refused as MyCnfError, which is what
+    translate()'s callers catch."""
+    try:
+        return parse_size(_fmt(name, value), value)
+    except KnobError as exc:
+        raise MyCnfError(str(exc)) from None
 
 
 def _parse_count(name: str, value: str | None) -> int:
