@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from innomatrix import results
+from innomatrix import mycnf, results, settings
 from innomatrix.knobs import KnobError, parse_size
 from innomatrix.parse import ParseError, Samples, iostat, status, tpcc, vmstat
 from innomatrix.parse.fast_sysbench import parse_output_columns
@@ -233,8 +233,29 @@ def load_trial(directory: Path, run: Path) -> TrialData:
         t, keep = _align(times, samples.resolution_s, started, meta["report_interval_s"], notes, source)
         for metric, values in samples.metrics.items():
             data.add(t, f"{source}.{metric}", values[keep])
+    meta.update(_server_settings(directory, notes))
     meta["notes"] = "; ".join(notes)
     return data
+
+
+def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
+    """The I/O settings the server ran with (`setting.<name>`, from variables.txt), and those it
+    ran otherwise than the trial's my.cnf asked. Trials from before variables.txt have none."""
+    found: dict[str, Any] = {f"setting.{name}": None for name in settings.IO_SETTINGS}
+    found.update(settings_not_applied="", native_aio_off=False)
+    variables, cnf = directory / "variables.txt", directory / "my.cnf"
+    if not variables.exists():
+        return found
+    running = settings.effective(variables.read_text(errors="replace"))
+    found.update({f"setting.{name}": value for name, value in running.items()})
+    found["native_aio_off"] = settings.native_aio_off(running)
+    try:
+        wanted = settings.asked(cnf.read_text(errors="replace"), str(cnf)) if cnf.exists() else {}
+    except mycnf.MyCnfError as exc:
+        notes.append(f"my.cnf: {exc}")
+        wanted = {}
+    found["settings_not_applied"] = "; ".join(settings.not_applied(wanted, running))
+    return found
 
 
 def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, Any]:

@@ -394,6 +394,12 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
         reasons.append(f"CPU-bound: idle {row['cpu_id']:.0f} %, iowait {row['cpu_wa']:.0f} %")
     if meta.get("iostat_truncated"):
         reasons.append("iostat.json cut short (read up to its last complete sample)")
+    # A storage benchmark without native AIO, or with a setting the server changed, measures
+    # another configuration than the one named.
+    if meta.get("native_aio_off"):
+        reasons.append("native AIO off: the server ran innodb_use_native_aio=OFF (see its mysqld.err)")
+    if meta.get("settings_not_applied"):
+        reasons.append(f"server ran without what my.cnf asked: {meta['settings_not_applied']}")
     return reasons
 
 

@@ -64,3 +64,57 @@ def test_native_aio() -> None:
     assert not settings.native_aio_off(settings.effective(VARIABLES))
     assert settings.native_aio_off({"innodb_use_native_aio": "OFF"})
     assert not settings.native_aio_off({})  # a server that does not say is not called off
+
+
+# ---------------------------------------------------------------- in the report
+
+
+def _trial_with_settings(run, host: str, variables: str, cnf: str = "[mysqld]\n", variant: str = "A", seed: int = 1):
+    from synth import Trial, steady, write_trial
+
+    directory = write_trial(run, Trial(tps=steady(30, 1000.0 if host == "db1" else 800.0, seed=seed), host=host,
+                                       variant=variant, seed=seed))
+    (directory / "variables.txt").write_text(variables)
+    (directory / "my.cnf").write_text(cnf)
+    return directory
+
+
+def test_the_report_flags_a_server_that_ran_otherwise_and_shows_the_drift(tmp_path) -> None:
+    from innomatrix import frame, stats
+    from innomatrix.report import tables
+
+    run = tmp_path / "run"
+    asked = "[mysqld]\ninnodb_buffer_pool_size = 64M\ninnodb_flush_method = O_DIRECT\n"
+    mariadb = "innodb_buffer_pool_size\t67108864\ninnodb_flush_method\tO_DIRECT\ninnodb_io_capacity\t200\n" \
+              "innodb_use_native_aio\tON\n"
+    mysql = "innodb_buffer_pool_size\t134217728\ninnodb_flush_method\tO_DIRECT\ninnodb_io_capacity\t10000\n" \
+            "innodb_use_native_aio\tOFF\n"
+    _trial_with_settings(run, "db1", mariadb, asked)
+    _trial_with_settings(run, "db2", mysql, asked, seed=2)
+    loaded = frame.load(run, workers=1)
+    cells = stats.cells(loaded).set_index("trial")
+    assert "native AIO" not in cells.loc["db1/xfs/oltp/A/bp-64M/t2/r1", "flags"]
+    assert "server ran without" not in cells.loc["db1/xfs/oltp/A/bp-64M/t2/r1", "flags"]
+    db2 = cells.loc["db2/xfs/oltp/A/bp-64M/t2/r1", "flags"]
+    assert "native AIO off" in db2
+    assert "server ran without what my.cnf asked: innodb_buffer_pool_size: asked 64M, ran 134217728" in db2
+
+    drift = tables.settings_drift(loaded.trials, cells.reset_index())
+    assert drift is not None
+    rows = {row["setting"]: row for row in drift.data.to_dict("records")}
+    db1, db2 = "db1 · mariadb 10.11.19-MariaDB-0+deb12u1", "db2 · mariadb 10.11.19-MariaDB-0+deb12u1"
+    assert rows["innodb_io_capacity"][db1] == "200" and rows["innodb_io_capacity"][db2] == "10000"
+    assert rows["innodb_use_native_aio"][db2] == "OFF"
+    assert "innodb_flush_method" not in rows  # the same on both: not drift
+    assert set(rows) == {"median throughput (tps)", "innodb_buffer_pool_size", "innodb_io_capacity",
+                         "innodb_use_native_aio"}
+
+
+def test_no_drift_table_for_one_server(tmp_path) -> None:
+    from innomatrix import frame, stats
+    from innomatrix.report import tables
+
+    run = tmp_path / "run"
+    _trial_with_settings(run, "db1", "innodb_io_capacity\t200\n")
+    loaded = frame.load(run, workers=1)
+    assert tables.settings_drift(loaded.trials, stats.cells(loaded)) is None

@@ -61,7 +61,8 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
         say(f"{run.name}: statistics for {len(frame.trials)} trials ({len(frame.intervals):,} interval rows)")
     cells = stats.cells(frame, thresholds)
     built = [t for t in (tables.variant_by_bp(cells), tables.fs_by_bp(cells), tables.fileio_blocks(cells),
-                         tables.fileio_sweep(cells), tables.fileio(cells)) if t is not None]
+                         tables.fileio_sweep(cells), tables.fileio(cells), tables.settings_drift(frame.trials, cells))
+             if t is not None]
     steady = tables.steady_table(cells)
     per_trial = tables.cells_table(cells)
     if say:

@@ -248,6 +248,42 @@ SUMMARY_COLUMNS = (
 )
 
 
+def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame) -> Table | None:
+    """Per variant, the I/O settings whose running values differ between the servers of the run
+    (a server is a host with its flavor and version), beside each server's median throughput:
+    a variant leaves most settings to the server's defaults, and defaults differ between servers.
+
+    `trials` is the frame's trial table (setting.* columns from each trial's variables.txt).
+    None when the run has fewer than two servers, or no trial recorded its settings.
+    """
+    setting_columns = [c for c in trials.columns if c.startswith("setting.")]
+    ran = trials[trials["workload"] != "fileio"]
+    if ran.empty or not setting_columns or ran[setting_columns].isna().all().all():
+        return None
+    server = (ran["host"].astype(str) + " · " + ran["server_flavor"].fillna("?").astype(str) + " "
+              + ran["server_version"].fillna("?").astype(str))
+    servers = sorted(server.unique())
+    if len(servers) < 2:
+        return None
+    throughput = cells.set_index("trial")["throughput_median"]
+    unit = _unit(cells[cells["trial"].isin(ran.index)])
+    rows = []
+    for variant, block in ran.groupby("variant", sort=True):
+        by_server = {name: block[server.loc[block.index] == name] for name in servers}
+        rows.append({"variant": variant, "setting": f"median throughput ({unit})",
+                     **{name: fmt(float(throughput.reindex(part.index).median())) if len(part) else "–"
+                        for name, part in by_server.items()}})
+        for column in setting_columns:
+            values = {name: " / ".join(sorted(part[column].dropna().astype(str).unique())) or "–"
+                      for name, part in by_server.items()}
+            if len(set(values.values())) > 1:
+                rows.append({"variant": variant, "setting": column.removeprefix("setting."), **values})
+    data = pd.DataFrame(rows, columns=["variant", "setting", *servers])
+    return Table("settings_drift", "Settings that differ between servers, per variant (as the servers ran them)",
+                 data, data.copy(), ["Values read from each trial's server at its start (variables.txt); "
+                                     "a setting no variant sets takes each server's own default."])
+
+
 def cells_table(cells: pd.DataFrame) -> Table:
     """Every trial with its main figures and flags (summary.csv has every column)."""
     columns = ["trial", "status", "throughput_median", "unit", "throughput_cov", "latency_ms_median",
