@@ -322,7 +322,7 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
     for index, cell in enumerate(todo, start=1):
         cell["index"], cell["total"] = index, len(todo)
     if ctx.server_known_options is not None:
-        _render_mycnf(spec, ctx, todo)
+        _render_mycnf(spec, ctx, cells)  # finished cells too: a rerun still names each dataset's load
     return {
         "spec": spec,
         "cells": cells,
@@ -347,12 +347,9 @@ def _render_mycnf(spec: dict[str, Any], ctx: Context, cells: list[dict[str, Any]
             rendered[variant, bp_size] = {"text": text, "notes": notes}
         return rendered[variant, bp_size]
 
-    for variant in spec["variants"]:
-        for bp in spec["bp_sizes"]:
-            render(variant, k.size_label(bp))  # every variant, even with no cell left to run
     for cell in cells:
         if cell["workload"] == "fileio":  # the device alone: no server, no my.cnf
-            cell["mycnf"] = {"text": "", "notes": []}
+            cell["mycnf"], cell["dataset"]["mycnf"] = {"text": "", "notes": []}, ""
             continue
         cell["mycnf"] = render(cell["variant"], cell["bp_size"])
         cell["dataset"]["mycnf"] = render("A", k.size_label(max(spec["bp_sizes"])))["text"]

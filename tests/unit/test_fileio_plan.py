@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -151,3 +152,12 @@ def test_seqwr_needs_room_for_its_own_files() -> None:
     without = plan.expand(fileio_knobs(filesystems=["ext4"], fileio_tests=["seqrd"]), CTX, {})
     assert with_seqwr["device_bytes_needed"] == int(2 * 256 * M * 1.1)
     assert without["device_bytes_needed"] == int(256 * M * 1.1)
+
+
+def test_fileio_cells_and_their_files_have_no_my_cnf() -> None:
+    """Once the server is installed the plan renders my.cnf for server cells; the device alone
+    runs without one, and its test files are made without one."""
+    installed = dataclasses.replace(CTX, server_known_options=frozenset({"innodb_buffer_pool_size"}))
+    the_plan = plan.expand(fileio_knobs(filesystems=["ext4"], fileio_tests=["seqrd"]), installed, {})
+    assert {cell["mycnf"]["text"] for cell in the_plan["cells"]} == {""}
+    assert [d["mycnf"] for d in the_plan["passes"][0]["datasets"]] == [""]

@@ -324,3 +324,15 @@ def test_innomatrix_progress_of_the_last_cell(monkeypatch: pytest.MonkeyPatch) -
                                                 (3600, "1h00m00s"), (90061, "25h01m01s")])
 def test_clock(seconds: float, text: str) -> None:
     assert filters._clock(seconds) == text
+
+
+def test_a_rerun_with_every_cell_finished_still_names_each_load(server: dict[str, Any], tmp_path: Path) -> None:
+    """The plan keeps finished cells; their datasets still say how they were loaded (the
+    Molecule rerun loads the first cell's dataset from the plan)."""
+    first = filters.innomatrix_plan(KNOBS, installed(server), CNF_DIR, str(tmp_path))
+    for cell in first["cells"]:
+        (tmp_path / cell["path"]).mkdir(parents=True)
+        (tmp_path / cell["path"] / "trial.json").write_text(json.dumps({"key": cell["key"], "status": "ok"}))
+    again = filters.innomatrix_plan(KNOBS, installed(server), CNF_DIR, str(tmp_path))
+    assert again["counts"]["todo"] == 0
+    assert all(cell["dataset"]["mycnf"] == first["cells"][0]["dataset"]["mycnf"] for cell in again["cells"])
