@@ -40,8 +40,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import innomatrix_tpcc as tpcc
 from ansible.module_utils.innomatrix_mounts import mark_started_processes
 from ansible.module_utils.innomatrix_runtime import (
-    Server, TrialError, bench_credentials, fileio_argv, iso, publish, staging, run, sysbench_argv, tail, utcnow, write_cnf,
-    write_driver_config, write_json,
+    Server, TrialError, bench_credentials, fileio_argv, iso, publish, server_tmpdir, staging, run, sysbench_argv, tail, utcnow,
+    write_cnf, write_driver_config, write_json,
 )
 
 MARKER = ".innomatrix-dataset.json"
@@ -137,7 +137,7 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     # The server appends to its error log: an earlier load's "waiting for space" must not count.
     error_log.unlink(missing_ok=True)
     cnf = log_dir / "load-my.cnf"
-    write_cnf(cnf, p["mycnf"], instance, loading, error_log)
+    write_cnf(cnf, p["mycnf"], instance, loading, error_log, server_tmpdir(p["mountpoint"], instance))
     server = Server(p["server"], cnf, instance["socket"], log_dir / "load-mysqld.out")
     started = time.monotonic()
     server.initialize()

@@ -43,8 +43,8 @@ from ansible.module_utils import innomatrix_tpcc as tpcc
 from ansible.module_utils import innomatrix_tpcc_parse as tpcc_parse
 from ansible.module_utils.innomatrix_mounts import mark_started_processes
 from ansible.module_utils.innomatrix_runtime import (
-    Collectors, Server, TrialError, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore, spawn,
-    staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
+    Collectors, Server, TrialError, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore,
+    server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
 from ansible.module_utils.innomatrix_sysbench import INCOMPLETE_LOG, parse_output, stall_flags, summarize, summarize_fileio
@@ -169,7 +169,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     error_log = Path(instance["socket"] + ".err")
     error_log.unlink(missing_ok=True)
     cnf = tmp / "my.cnf"
-    write_cnf(cnf, p["mycnf"], instance, datadir, error_log)
+    write_cnf(cnf, p["mycnf"], instance, datadir, error_log, server_tmpdir(p["mountpoint"], instance))
 
     restore_s, method = restore(Path(p["dataset"]["pristine"]), datadir)
     trial["dataset"].update(restore_s=round(restore_s, 3), restored_by=method)

@@ -304,13 +304,28 @@ def append_record(path: Path, first: dict, key: str, entry: dict) -> dict:
     return record
 
 
-def write_cnf(path: Path, options_text: str, instance: dict, datadir: Path, error_log: Path) -> None:
+def server_tmpdir(mountpoint: str, instance: dict) -> Path:
+    """The server's tmpdir, empty, on the device under test.
+
+    MySQL checks native AIO on its tmpdir and turns it off for the whole server where that
+    filesystem lacks it (an overlay or tmpfs /tmp): a storage benchmark would then measure another
+    I/O path than the one named. On the device, temporary tables land where the data are measured.
+    """
+    tmpdir = Path(mountpoint) / "tmp"
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    tmpdir.mkdir(mode=0o750)
+    shutil.chown(tmpdir, user=instance.get("user", "mysql"), group=instance.get("user", "mysql"))
+    return tmpdir
+
+
+def write_cnf(path: Path, options_text: str, instance: dict, datadir: Path, error_log: Path, tmpdir: Path) -> None:
     """The benchmark options, then this instance's own places: last in the section, so they win."""
     lines = [
         options_text.rstrip(),
         "",
         "# this instance (innomatrix): its own datadir, socket and port, never the packaged server's",
         f"datadir = {datadir}",
+        f"tmpdir = {tmpdir}",
         f"socket = {instance['socket']}",
         f"port = {instance['port']}",
         f"bind_address = {instance.get('bind_address', '127.0.0.1')}",

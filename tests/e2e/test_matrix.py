@@ -72,6 +72,8 @@ def test_reduced_matrix_runs_every_cell(env):
         assert int(variables["innodb_buffer_pool_size"]) == expected_bp
         assert variables["innodb_flush_method"] == "O_DIRECT"
         assert variables["port"] == str(env.port)
+        # The server's tmpdir is on the device under test (MySQL checks native AIO there).
+        assert variables["tmpdir"] == str(env.mnt / "tmp") and variables["innodb_use_native_aio"] == "ON"
         assert "[ 1s ]" in (cell_dir / "driver.log").read_text()  # the warmup stays in the raw log
         expected_restore = "reflink" if trial["cell"]["filesystem"] == "xfs" else "copy"
         assert trial["dataset"]["restored_by"] == expected_restore

@@ -77,7 +77,7 @@ def server(base: Path) -> Iterator[object]:
         shutil.chown(directory, "mysql", "mysql")
     instance = {"socket": str(run_dir / "mysqld.sock"), "port": PORT}
     cnf = base / "my.cnf"
-    runtime.write_cnf(cnf, OPTIONS, instance, datadir, run_dir / "mysqld.err")
+    runtime.write_cnf(cnf, OPTIONS, instance, datadir, run_dir / "mysqld.err", runtime.server_tmpdir(str(run_dir), instance))
     mysqld = runtime.Server(MARIADB, cnf, instance["socket"], base / "mysqld.out")
     mysqld.initialize()
     try:
