@@ -49,8 +49,9 @@ from ansible.module_utils.innomatrix_runtime import (
 from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
 from ansible.module_utils.innomatrix_sysbench import INCOMPLETE_LOG, parse_output, stall_flags, summarize, summarize_fileio
 
-# What trial.json says about the cell (block_size: fileio cells only).
-CELL_FIELDS = ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads", "repeat")
+# What trial.json says about the cell: a server cell has a variant and a buffer pool, a fileio
+# cell a sub-test and a block size (see innomatrix.layout), and null for a variant and buffer pool.
+CELL_FIELDS = ("host", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
 # A driver still running this long after its --time has hung; it is stopped and the cell fails.
 DRIVER_GRACE_S = 120
 # What stops a trial from outside: Ctrl-C (the whole process group), Ansible's SIGTERM, a hang-up.

@@ -1,6 +1,6 @@
 """A results tree as one tidy long table: one row per interval per metric per trial.
 
-`load(run_dir)` reads every trial directory (`results.trial_dirs`) and returns a `Frame`:
+`load(run_dir)` reads every trial directory (`layout.trial_dirs`) and returns a `Frame`:
 
 - `intervals`: columns `trial` (the trial's path under the run), `t` (seconds since the driver
   started, on the driver's interval grid), `metric` (`driver.tps`, `vmstat.wa`, `iostat.util`,
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from innomatrix import mycnf, results, settings
+from innomatrix import layout, mycnf, settings
 from innomatrix.knobs import KnobError, parse_size
 from innomatrix.parse import ParseError, Samples, iostat, status, tpcc, vmstat
 from innomatrix.parse.fast_sysbench import parse_output_columns
@@ -59,7 +59,7 @@ STATUS_GAUGES = (
 TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
 PARALLEL_FROM = 16
 _EPSILON_S = 1e-6
-NOT_APPLICABLE = "-"
+NOT_APPLICABLE = layout.NOT_APPLICABLE
 _REPORT_INTERVAL = re.compile(r"--report-interval[= ](\d+(?:\.\d+)?)")
 _QUARTER_HOUR_S = 900
 
@@ -121,9 +121,9 @@ def load(run_dir: str | Path, progress: Progress | None = None, workers: int | N
     run = Path(run_dir)
     if not run.is_dir():
         raise FrameError(f"{run}: no such results directory")
-    directories = results.trial_dirs(run)
+    directories = layout.trial_dirs(run)
     if not directories:
-        raise FrameError(f"{run}: no trial directories (<host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json)")
+        raise FrameError(f"{run}: no trial directories ({layout.TRIAL_SHAPE})")
     if workers is None:
         workers = min(os.cpu_count() or 1, 8) if len(directories) >= PARALLEL_FROM else 1
     loaded = []
@@ -192,7 +192,7 @@ def _codes_dtype(categories: int) -> type[np.signedinteger]:
 
 def load_trial(directory: Path, run: Path) -> TrialData:
     """One trial directory: trial.json for the cell and the clock, then each file that exists."""
-    trial_json = directory / "trial.json"
+    trial_json = directory / layout.TRIAL_FILE
     try:
         record = json.loads(trial_json.read_text())
     except (OSError, ValueError) as exc:
@@ -259,8 +259,15 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
 
 
 def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, Any]:
+    where = layout.parse(trial_id)
+    if where is None:
+        raise FrameError(f"{trial_json}: not in a trial directory of a results tree (see innomatrix.layout)")
     cell = record.get("cell") or {}
-    parts = trial_id.split("/")  # <host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>
+
+    def told(name: str) -> Any:
+        """What trial.json says of the cell, else what its path says."""
+        return where[name] if cell.get(name) is None else cell[name]
+
     times = record.get("times") or {}
     durations = record.get("durations") or {}
     driver = record.get("driver") or {}
@@ -276,24 +283,28 @@ def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, 
     interval = durations.get("report_interval_s")
     if interval is None and (match := _REPORT_INTERVAL.search(driver.get("command") or "")):
         interval = float(match[1])
-    # <size> of bp-<size> (the buffer pool) or of bs-<size> (a fileio cell's block size); the
-    # other is "-", never None, which pandas' groupby would drop.
-    sizes = {"bp": NOT_APPLICABLE, "bs": NOT_APPLICABLE, parts[4][:2]: parts[4][3:]}
-    bp_size = str(cell.get("bp_size") or sizes["bp"])
-    block_size = str(cell.get("block_size") or sizes["bs"])
+    workload = str(told("workload"))
+    # A fileio cell has a sub-test and a block size; a server cell a variant and a buffer pool.
+    # Trees from before `subtest` kept a fileio cell's sub-test in `variant`: its path has it.
+    is_fileio = workload == layout.FILEIO
+    variant = NOT_APPLICABLE if is_fileio else str(told("variant"))
+    subtest = str(cell.get("subtest") or where["subtest"]) if is_fileio else NOT_APPLICABLE
+    bp_size = NOT_APPLICABLE if is_fileio else str(told("bp_size"))
+    block_size = str(told("block_size")) if is_fileio else NOT_APPLICABLE
     fileio = record.get("fileio") or {}
     return {
         "trial": trial_id,
-        "host": str(cell.get("host", parts[0])),
-        "filesystem": str(cell.get("filesystem", parts[1])),
-        "workload": str(cell.get("workload", parts[2])),
-        "variant": str(cell.get("variant", parts[3])),
+        "host": str(told("host")),
+        "filesystem": str(told("filesystem")),
+        "workload": workload,
+        "variant": variant,
+        "subtest": subtest,
         "bp_size": bp_size,
         "bp_bytes": _bytes(bp_size),
         "block_size": block_size,
         "block_bytes": _bytes(block_size),
-        "threads": int(cell.get("threads", parts[5][1:])),
-        "repeat": int(cell.get("repeat", parts[6][1:])),
+        "threads": int(told("threads")),
+        "repeat": int(told("repeat")),
         "status": str(record.get("status", "unknown")),
         "reasons": "; ".join(map(str, record.get("reasons") or [])),
         "key": record.get("key"),

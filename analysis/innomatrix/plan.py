@@ -16,6 +16,7 @@ from typing import Any
 
 from innomatrix import fileio
 from innomatrix import knobs as k
+from innomatrix import layout
 from innomatrix import mycnf
 
 SCHEMA = 1
@@ -200,7 +201,8 @@ def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict
         "scale": scale,
         "server": server,
     }
-    return {"workload": workload, "scale": scale, "key": digest(identity)}
+    key = digest(identity)
+    return {"workload": workload, "scale": scale, "key": key, "path": layout.dataset_path(ctx.host, fs, workload, key)}
 
 
 def _driver_identity(spec: dict[str, Any], ctx: Context, workload: str) -> list[Any]:
@@ -211,7 +213,6 @@ def _driver_identity(spec: dict[str, Any], ctx: Context, workload: str) -> list[
 
 def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any]:
     label = k.size_label(bp)
-    path = f"{ctx.host}/{fs}/{dataset['workload']}/{variant}/bp-{label}/t{threads}/r{repeat}"
     inputs = {
         "schema": SCHEMA,
         "dataset": dataset["key"],
@@ -226,9 +227,7 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
         "driver": _driver_identity(spec, ctx, dataset["workload"]),
         "repeat": repeat,
     }
-    return {
-        "id": path.split("/", 1)[1],
-        "path": path,
+    return _placed({
         "key": digest(inputs),
         "host": ctx.host,
         "filesystem": fs,
@@ -243,14 +242,12 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
         "duration": spec["duration"],
         "report_interval": spec["report_interval"],
         dataset["workload"]: spec[dataset["workload"]],  # the driver's settings: oltp or tpcc
-    }
+    })
 
 
 def _fileio_cell(spec, ctx, fs, dataset, test, block_bytes, threads, repeat) -> dict[str, Any]:
-    """A raw-device cell: its path puts the sub-test where OLTP puts the variant and the block
-    size (bs-) where OLTP puts the buffer pool (bp-)."""
+    """A raw-device cell: a sub-test and a block size, and no server (no variant, no buffer pool)."""
     label = k.size_label(block_bytes)
-    path = f"{ctx.host}/{fs}/fileio/{test}/bs-{label}/t{threads}/r{repeat}"
     timing = fileio.timing(test, spec["fileio"], spec["warmup"], spec["duration"], spec["report_interval"])
     options = fileio.driver_options(test, block_bytes, spec["fileio"])
     inputs = {
@@ -263,15 +260,14 @@ def _fileio_cell(spec, ctx, fs, dataset, test, block_bytes, threads, repeat) -> 
         "driver": ctx.driver_version,
         "repeat": repeat,
     }
-    return {
-        "id": path.split("/", 1)[1],
-        "path": path,
+    return _placed({
         "key": digest(inputs),
         "host": ctx.host,
         "filesystem": fs,
         "workload": "fileio",
         "dataset": dataset,
-        "variant": test,
+        "subtest": test,
+        "variant": None,
         "bp_size": None,
         "bp_bytes": None,
         "block_size": label,
@@ -279,7 +275,13 @@ def _fileio_cell(spec, ctx, fs, dataset, test, block_bytes, threads, repeat) -> 
         "repeat": repeat,
         **timing,
         "fileio": options,
-    }
+    })
+
+
+def _placed(cell: dict[str, Any]) -> dict[str, Any]:
+    """The cell with its place in the results tree: path (under the run) and id (under the host)."""
+    path = layout.cell_path(cell)
+    return {"id": path.split("/", 1)[1], "path": path, **cell}
 
 
 def _workload_cells(spec, ctx, fs, dataset) -> list[dict[str, Any]]:

@@ -3,24 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-# <host>/<fs>/<workload>/<variant>/bp-<size>/t<threads>/r<repeat>, and for fileio
-# <host>/<fs>/fileio/<sub-test>/bs-<block size>/t<threads>/r<repeat>: anything else under a run
-# (earlier attempts moved aside, temporary directories of an interrupted cell) is not a trial.
-TRIAL_DIR = re.compile(r"^[^/]+/[^/]+/[^/]+/[^/]+/b[ps]-[^/]+/t\d+/r\d+$")
-
-
-def trial_dirs(run_dir: Path) -> list[Path]:
-    """Every trial directory under a run that has a trial.json, in path order."""
-    found = []
-    for trial_json in sorted(run_dir.glob("*/*/*/*/b[ps]-*/t*/r*/trial.json")):
-        relative = trial_json.parent.relative_to(run_dir).as_posix()
-        if TRIAL_DIR.match(relative):
-            found.append(trial_json.parent)
-    return found
+from innomatrix import layout
 
 
 def finished(run_dir: str | Path) -> dict[str, dict[str, Any]]:
@@ -29,9 +15,9 @@ def finished(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     if not run.is_dir():
         return {}
     out: dict[str, dict[str, Any]] = {}
-    for trial in trial_dirs(run):
+    for trial in layout.trial_dirs(run):
         relative = trial.relative_to(run).as_posix()
-        data = _read_trial(trial / "trial.json")
+        data = _read_trial(trial / layout.TRIAL_FILE)
         out[relative] = {"key": data.get("key"), "status": data.get("status", "unreadable")}
     return out
 
@@ -52,7 +38,7 @@ def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, Any]:
     run = Path(run_dir)
     lines, failed = [], []
     for cell in the_plan["cells"]:
-        path = run / cell["path"] / "trial.json"
+        path = run / cell["path"] / layout.TRIAL_FILE
         trial = _read_trial(path) if path.exists() else {"status": "missing", "reasons": ["no trial.json was recorded"]}
         trial.setdefault("status", "unreadable")
         summary = trial.get("summary") or {}

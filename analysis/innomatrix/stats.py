@@ -245,8 +245,8 @@ CELL_METRICS = (
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written",
 )
-DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "block_size", "block_bytes", "threads",
-              "repeat")
+DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
+              "threads", "repeat")
 
 
 def cells(frame: Frame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
@@ -405,13 +405,14 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
 
 # --- comparing two runs ------------------------------------------------------------------------
 
-MATCH = ("filesystem", "workload", "variant", "bp_size", "block_size", "threads")
+MATCH = ("filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads")
 
 
 def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
     """Ratio A/B of median throughput per matching configuration, from its trials (between_runs).
 
-    Configurations match on filesystem, workload, variant, buffer pool and threads, and also on
+    Configurations match on filesystem, workload, variant and buffer pool (or fileio sub-test and
+    block size) and threads, and also on
     host when both runs have the same hosts (two devices on two hosts compare across hosts).
     `verdict` says `differs` only when the interval excludes 1, and gives no verdict with fewer
     than 2 trials on a side.
@@ -438,12 +439,15 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
             "a_flags": a_info.get("flags", ""), "b_flags": b_info.get("flags", ""),
             "only_in": "" if in_a and in_b else ("A" if in_a else "B"),
             "bp_bytes": a_info.get("bp_bytes", b_info.get("bp_bytes")),
+            "block_bytes": a_info.get("block_bytes", b_info.get("block_bytes")),
         })
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=[*keys, "a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs",
-                                     "verdict", "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes"])
-    order = ["bp_bytes" if key == "bp_size" else key for key in keys]
+                                     "verdict", "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes",
+                                     "block_bytes"])
+    by_size = {"bp_size": "bp_bytes", "block_size": "block_bytes"}  # 64M before 1G, not after
+    order = [by_size.get(key, key) for key in keys]
     return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
 
 
@@ -460,5 +464,5 @@ def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tu
         flagged = [f"{trial}: {text}" for trial, text in zip(group["trial"], group["flags"]) if text]
         out[key] = (medians[~np.isnan(medians)],
                     {"flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
-                     "bp_bytes": int(group["bp_bytes"].iloc[0])})
+                     "bp_bytes": int(group["bp_bytes"].iloc[0]), "block_bytes": int(group["block_bytes"].iloc[0])})
     return out

@@ -58,6 +58,9 @@ def test_every_fileio_sub_test_is_a_recorded_cell(env):
         assert trial["status"] == "ok", (path, trial["reasons"])
         assert trial["server"] is None
         assert trial["cell"]["workload"] == "fileio" and trial["cell"]["bp_size"] is None
+        # Its own fields: the sub-test and block size its path names, no my.cnf variant.
+        subtest, block = path.split("/")[3:5]
+        assert (trial["cell"]["subtest"], "bs-" + trial["cell"]["block_size"], trial["cell"]["variant"]) == (subtest, block, None)
         assert "--file-extra-flags=direct" in trial["driver"]["command"]
         summary, fileio = trial["summary"], trial["fileio"]
         assert summary["throughput_unit"] == "MiB/s" and summary["intervals_measured"] >= 1

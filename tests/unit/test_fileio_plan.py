@@ -76,7 +76,7 @@ def test_a_cell_carries_what_sysbench_needs() -> None:
     step = cells["ext4/fileio/seqwr/bs-1M/t1/r1"]
     assert (step["warmup"], step["duration"], step["report_interval"]) == (0, 5, 1)
     assert step["fileio"]["mode"] == "seqwr" and step["fileio"]["block_bytes"] == M
-    assert step["variant"] == "seqwr" and step["block_size"] == "1M" and step["bp_size"] is None
+    assert (step["subtest"], step["block_size"], step["variant"], step["bp_size"]) == ("seqwr", "1M", None, None)
 
 
 def test_oltp_and_fileio_share_a_pass_with_a_dataset_each() -> None:

@@ -14,7 +14,7 @@ K, M = 1 << 10, 1 << 20
 def cell(test: str, block: str, block_bytes: int, threads: int, mib_s: float, **extra: Any) -> dict[str, Any]:
     return {
         "trial": f"db1/xfs/fileio/{test}/bs-{block}/t{threads}/r1", "host": "db1", "filesystem": "xfs",
-        "workload": "fileio", "variant": test, "bp_size": None, "block_size": block, "block_bytes": block_bytes,
+        "workload": "fileio", "subtest": test, "variant": "-", "bp_size": "-", "block_size": block, "block_bytes": block_bytes,
         "threads": threads, "repeat": 1, "unit": "MiB/s", "throughput_median": mib_s, "throughput_std": 1.0,
         "throughput_cov": 0.01, "latency_ms_median": 0.5, "fileio_run_p95_ms": 0.6, "fileio_run_p99_ms": 0.9,
         "stall_intervals": 0, "flagged": False, "flags": "", **extra,
@@ -28,7 +28,7 @@ CELLS = pd.DataFrame([
     cell("table-rndrd", "64K", 64 * K, 10, 512.0),
     cell("sync-rndrd", "16K", 16 * K, 1, 80.0, fileio_run_p95_ms=0.3, fileio_run_p99_ms=0.4),
     cell("sync-rndrd", "16K", 16 * K, 2, 160.0),
-    {**cell("A", "-", 1, 4, 0.0), "workload": "oltp", "unit": "tps", "bp_size": "64M", "block_size": None},
+    {**cell("A", "-", 1, 4, 0.0), "workload": "oltp", "unit": "tps", "subtest": "-", "bp_size": "64M", "block_size": "-"},
 ])
 
 

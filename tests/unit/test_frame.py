@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from innomatrix import frame, results
+from innomatrix import frame, layout
 from innomatrix.parse import ParseError, fast_sysbench, iostat, status, vmstat
 from trees import Trial, real_tiny, steady, write_trial
 
@@ -151,7 +151,7 @@ def test_the_fast_readers_give_the_frame_the_exact_readers_give(tmp_path, monkey
 def test_the_long_table_is_every_trials_series_in_turn(tmp_path):
     run = _mixed_run(tmp_path)
     loaded = frame.load(run, workers=1)
-    trials = [frame.load_trial(directory, run) for directory in results.trial_dirs(run)]
+    trials = [frame.load_trial(directory, run) for directory in layout.trial_dirs(run)]
     parts = []
     for trial in trials:
         meta = trial.meta

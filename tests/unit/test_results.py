@@ -44,47 +44,6 @@ def trial(key: str | None, status: str, **extra: Any) -> dict[str, Any]:
     return {"key": key, "status": status, "reasons": [], **extra}
 
 
-# ---------------------------------------------------------------- trial_dirs
-
-
-def test_trial_dirs_finds_only_real_trial_directories(tmp_path: Path) -> None:
-    run = tmp_path / "main"
-    wanted = [
-        write_trial(run, "db1/ext4/oltp/A/bp-64M/t4/r1", trial("k1", "ok")),
-        write_trial(run, "db1/ext4/oltp/A/bp-64M/t4/r2", trial("k2", "failed")),
-        write_trial(run, "db1/xfs/oltp/B/bp-1536M/t16/r1", trial("k3", "ok")),
-    ]
-    # An earlier attempt moved aside by publish(), and the temporary directory of an interrupted cell.
-    write_trial(run, "db1/ext4/oltp/A/bp-64M/t4/r1.failed-20240101T000000", trial("old", "failed"))
-    write_trial(run, "db1/ext4/oltp/A/bp-64M/t4/.r3.tmp-4242", trial("tmp", "ok"))
-    # Not the trial layout: non-numeric threads/repeat, no bp- prefix, too shallow, too deep.
-    write_trial(run, "db1/ext4/oltp/A/bp-64M/tfour/r1", trial("x", "ok"))
-    write_trial(run, "db1/ext4/oltp/A/bp-64M/t4/rx", trial("x", "ok"))
-    write_trial(run, "db1/ext4/oltp/A/64M/t4/r1", trial("x", "ok"))
-    write_trial(run, "ext4/oltp/A/bp-64M/t4/r1", trial("x", "ok"))
-    write_trial(run, "db1/ext4/oltp/A/bp-64M/t4/r1/extra", trial("x", "ok"))
-    # A trial directory without trial.json (the module never published it) is not a trial.
-    (run / "db1/ext4/oltp/B/bp-64M/t4/r1").mkdir(parents=True)
-    assert results.trial_dirs(run) == wanted
-
-
-def test_trial_dirs_in_path_order(tmp_path: Path) -> None:
-    for cell in ("h/xfs/oltp/A/bp-1G/t4/r1", "h/ext4/oltp/B/bp-1G/t4/r1", "h/ext4/oltp/A/bp-1G/t4/r2",
-                 "h/ext4/oltp/A/bp-1G/t4/r10", "h/ext4/oltp/A/bp-1G/t4/r1"):
-        write_trial(tmp_path, cell, trial("k", "ok"))
-    assert [p.relative_to(tmp_path).as_posix() for p in results.trial_dirs(tmp_path)] == [
-        "h/ext4/oltp/A/bp-1G/t4/r1",
-        "h/ext4/oltp/A/bp-1G/t4/r10",
-        "h/ext4/oltp/A/bp-1G/t4/r2",
-        "h/ext4/oltp/B/bp-1G/t4/r1",
-        "h/xfs/oltp/A/bp-1G/t4/r1",
-    ]
-
-
-def test_trial_dirs_of_an_empty_run(tmp_path: Path) -> None:
-    assert results.trial_dirs(tmp_path) == []
-
-
 # ---------------------------------------------------------------- finished
 
 

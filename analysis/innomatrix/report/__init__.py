@@ -23,7 +23,7 @@ from innomatrix import stats
 from innomatrix.report import html, plots, tables
 
 Say = Callable[[str], None]
-INTERVAL_DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "threads", "repeat")
+INTERVAL_DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
 
 
 @dataclass

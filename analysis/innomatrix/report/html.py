@@ -32,7 +32,7 @@ ul.flags li { margin-bottom: 0.2em; } code { background: #f4f4f4; padding: 0 3px
 """
 
 TEXT_COLUMNS = {"trial", "host", "filesystem", "workload", "variant", "status", "unit", "flags", "a_flags",
-                "b_flags", "only_in", "bp_size"}
+                "b_flags", "only_in", "bp_size", "subtest", "block_size"}
 
 
 def table_html(table: Table, flagged_rows: Iterable[bool] | None = None) -> str:

@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from innomatrix.frame import Frame
-from innomatrix.report.tables import Table
+from innomatrix.report.tables import COMPARE_KEYS, Table
 
 GROUP = ("host", "filesystem", "workload", "threads")
 CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0, 100.0),
@@ -67,10 +67,12 @@ class Series:
 def groups(cells: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
     for key, block in cells.groupby(list(GROUP), sort=True):
         host, filesystem, workload, threads = key
-        yield f"{host}/{filesystem}/{workload}/t{threads}", block.sort_values(["variant", "bp_bytes", "repeat"])
+        yield f"{host}/{filesystem}/{workload}/t{threads}", block.sort_values(["variant", "bp_bytes", "subtest", "block_bytes", "repeat"])
 
 
 def _label(row: pd.Series) -> str:
+    if row["workload"] == "fileio":
+        return f"{row['subtest']} bs-{row['block_size']} r{row['repeat']}"
     return f"{row['variant']} bp-{row['bp_size']} r{row['repeat']}"
 
 
@@ -181,7 +183,7 @@ def compare_bars(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot | N
     both = comparison[comparison["only_in"] == ""]
     if both.empty:
         return None
-    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads") if c in both]
+    keys = [c for c in COMPARE_KEYS if c in both]
     labels = ["/".join(str(row[k]) for k in keys) for _, row in both.iterrows()]
     ratio = both["ratio"].to_numpy(dtype=np.float64)
     low = ratio - both["ci_low"].to_numpy(dtype=np.float64)

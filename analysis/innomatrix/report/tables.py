@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from innomatrix.stats import NoiseFloor
+from innomatrix.stats import MATCH, NoiseFloor
 
 FLAG_MARK = "*"
+# The columns that name a configuration in a comparison, in the order they are shown.
+COMPARE_KEYS = ("host", *MATCH)
 
 
 @dataclass
@@ -162,9 +164,9 @@ def fs_by_bp(cells: pd.DataFrame) -> Table | None:
 def _fileio_cells(cells: pd.DataFrame, tests: tuple[str, ...] | None = None) -> pd.DataFrame:
     table = cells[cells["workload"] == "fileio"]
     if tests is not None:
-        table = table[table["variant"].isin(tests)]
+        table = table[table["subtest"].isin(tests)]
     table = table.assign(iops_median=table["throughput_median"] * (1 << 20) / table["block_bytes"])
-    return table.sort_values(["host", "filesystem", "variant", "block_bytes", "threads", "repeat"])
+    return table.sort_values(["host", "filesystem", "subtest", "block_bytes", "threads", "repeat"])
 
 
 def fileio(cells: pd.DataFrame) -> Table | None:
@@ -173,10 +175,10 @@ def fileio(cells: pd.DataFrame) -> Table | None:
     table = _fileio_cells(cells)
     if table.empty:
         return None
-    columns = ["host", "filesystem", "variant", "block_size", "threads", "repeat", "throughput_median", "iops_median",
+    columns = ["host", "filesystem", "subtest", "block_size", "threads", "repeat", "throughput_median", "iops_median",
                "throughput_std", "throughput_cov", "latency_ms_median", "fileio_run_p95_ms", "fileio_run_p99_ms",
                "stall_intervals", "flags"]
-    data = table[columns].rename(columns={"variant": "test", "throughput_median": "mib_s_median",
+    data = table[columns].rename(columns={"subtest": "test", "throughput_median": "mib_s_median",
                                           "throughput_std": "mib_s_std", "throughput_cov": "cov",
                                           "latency_ms_median": "p95_ms_median", "fileio_run_p95_ms": "run_p95_ms",
                                           "fileio_run_p99_ms": "run_p99_ms"})
@@ -195,7 +197,7 @@ def fileio_blocks(cells: pd.DataFrame) -> Table | None:
     table = _fileio_cells(cells, ("table-rndrd", "table-rndwr"))
     if table.empty:
         return None
-    groups = ["host", "filesystem", "variant", "block_size"]
+    groups = ["host", "filesystem", "subtest", "block_size"]
     order = {label: size for label, size in zip(table["block_size"], table["block_bytes"])}
     medians = table.groupby([*groups, "threads"], sort=False)[["iops_median", "throughput_median"]].median()
     flagged = table.groupby([*groups, "threads"], sort=False)["flagged"].any()
@@ -213,8 +215,8 @@ def fileio_blocks(cells: pd.DataFrame) -> Table | None:
         index=iops.index,
     )
     return Table("fileio_blocks", "sysbench fileio: block size × threads (random read and write)",
-                 data.reset_index().rename(columns={"variant": "test"}),
-                 display.reset_index().rename(columns={"variant": "test"}), _flag_note(table))
+                 data.reset_index().rename(columns={"subtest": "test"}),
+                 display.reset_index().rename(columns={"subtest": "test"}), _flag_note(table))
 
 
 def fileio_sweep(cells: pd.DataFrame) -> Table | None:
@@ -327,7 +329,7 @@ def noise_note(floor: NoiseFloor) -> str:
 
 
 def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor) -> Table:
-    keys = [c for c in ("host", "filesystem", "workload", "variant", "bp_size", "block_size", "threads") if c in comparison]
+    keys = [c for c in COMPARE_KEYS if c in comparison]
     columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "a_trials",
                "b_trials", "only_in", "a_flags", "b_flags"]
     data = comparison[columns]

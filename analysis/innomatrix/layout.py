@@ -1,0 +1,88 @@
+"""Where a results tree keeps what: the one module that builds the paths of a run and reads them back.
+
+    <run>/run.json                                    every session that wrote to the run
+    <run>/<host>/host.json, smart.json                the host's sessions, the device's wear
+    <run>/<host>/<fs>/<workload>/dataset-<key>/       the logs of a dataset load
+    <run>/<host>/<fs>/<workload>/<variant>/bp-<size>/t<threads>/r<repeat>/trial.json   oltp, tpcc
+    <run>/<host>/<fs>/fileio/<subtest>/bs-<size>/t<threads>/r<repeat>/trial.json       fileio
+
+A server cell is placed by its my.cnf variant and buffer pool; a fileio cell, which runs no
+server, by its sub-test and block size. Anything else under a run (an earlier attempt moved
+aside, the temporary directory of an interrupted cell) is not a trial.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+TRIAL_FILE = "trial.json"
+# How a trial directory looks, said in errors about a tree that has none.
+TRIAL_SHAPE = "<host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json; fileio: <subtest>/bs-<size>"
+# The value of a field that does not apply to a cell (a fileio cell's variant, a server cell's
+# block size): a string, never None, which pandas' groupby would drop.
+NOT_APPLICABLE = "-"
+FILEIO = "fileio"
+
+_TRIAL_DIR = re.compile(
+    r"^(?P<host>[^/]+)/(?P<filesystem>[^/]+)/(?P<workload>[^/]+)/(?P<group>[^/]+)"
+    r"/(?P<kind>bp|bs)-(?P<size>[^/]+)/t(?P<threads>\d+)/r(?P<repeat>\d+)$"
+)
+_TRIAL_GLOB = f"*/*/*/*/b[ps]-*/t*/r*/{TRIAL_FILE}"
+
+
+class LayoutError(ValueError):
+    """A cell that cannot be placed in a results tree."""
+
+
+def cell_path(cell: dict[str, Any]) -> str:
+    """<host>/<fs>/<workload>/… for a cell with host, filesystem, workload, threads, repeat and
+    either variant and bp_size (a server cell) or subtest and block_size (a fileio cell)."""
+    if cell["workload"] == FILEIO:
+        group, size = cell["subtest"], f"bs-{cell['block_size']}"
+    else:
+        group, size = cell["variant"], f"bp-{cell['bp_size']}"
+    parts = [str(cell["host"]), str(cell["filesystem"]), str(cell["workload"]), str(group), size]
+    for part in parts:
+        if not part or "/" in part or part in {".", ".."}:
+            raise LayoutError(f"{part!r} cannot name a directory of a results tree")
+    path = "/".join([*parts, f"t{int(cell['threads'])}", f"r{int(cell['repeat'])}"])
+    if not _TRIAL_DIR.match(path):
+        raise LayoutError(f"{path}: not the shape of a trial directory")
+    return path
+
+
+def dataset_path(host: str, filesystem: str, workload: str, key: str) -> str:
+    """Where the logs of one dataset load are kept, beside the cells that use it."""
+    return f"{host}/{filesystem}/{workload}/dataset-{key}"
+
+
+def parse(relative: str) -> dict[str, Any] | None:
+    """The cell a trial directory (relative to its run) stands for, or None when the path is not one.
+
+    Every field is set: the ones that do not apply to the cell's kind read NOT_APPLICABLE."""
+    match = _TRIAL_DIR.match(relative)
+    if match is None:
+        return None
+    fileio = match["kind"] == "bs"
+    return {
+        "host": match["host"],
+        "filesystem": match["filesystem"],
+        "workload": match["workload"],
+        "variant": NOT_APPLICABLE if fileio else match["group"],
+        "bp_size": NOT_APPLICABLE if fileio else match["size"],
+        "subtest": match["group"] if fileio else NOT_APPLICABLE,
+        "block_size": match["size"] if fileio else NOT_APPLICABLE,
+        "threads": int(match["threads"]),
+        "repeat": int(match["repeat"]),
+    }
+
+
+def trial_dirs(run_dir: Path) -> list[Path]:
+    """Every trial directory under a run that has a trial.json, in path order."""
+    return [
+        trial_json.parent
+        for trial_json in sorted(run_dir.glob(_TRIAL_GLOB))
+        if parse(trial_json.parent.relative_to(run_dir).as_posix()) is not None
+    ]
