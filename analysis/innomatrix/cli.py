@@ -67,10 +67,11 @@ def _run_report(work: Callable[[], Any]) -> int:
     """Print what the command made, or its error in one line (exit 2)."""
     from innomatrix.frame import FrameError
     from innomatrix.parse import ParseError
+    from innomatrix.report import ReportError
 
     try:
         written = work()
-    except (FrameError, ParseError, OSError) as exc:
+    except (FrameError, ParseError, ReportError, OSError) as exc:
         print(f"innomatrix: {exc}", file=sys.stderr)
         return 2
     print("\n".join(written.lines))
@@ -86,7 +87,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from innomatrix import report
 
+    if args.by == "host":
+        if args.run_b is not None:
+            return _usage(f"compare --by host takes one run, not {args.run_a} and {args.run_b}")
+        return _run_report(lambda: report.compare_hosts(args.run_a, args.out, say=_say))
+    if args.run_b is None:
+        return _usage("compare needs RUN_A and RUN_B (or one run with --by host)")
     return _run_report(lambda: report.compare(args.run_a, args.run_b, args.out, say=_say))
+
+
+def _usage(message: str) -> int:
+    print(f"innomatrix: {message}", file=sys.stderr)
+    return 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,9 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", help="where to write (default: RUN itself)")
     r.set_defaults(func=cmd_report)
     c = sub.add_parser("compare", help="ratio A/B of median throughput per matching cell, with 95 %% CIs")
-    c.add_argument("run_a", metavar="RUN_A", help="run directory A (the numerator)")
-    c.add_argument("run_b", metavar="RUN_B", help="run directory B (the denominator)")
-    c.add_argument("--out", metavar="DIR", help="where to write (default: RUN_A/compare-<name of RUN_B>)")
+    c.add_argument("run_a", metavar="RUN_A", help="run directory A (the numerator); with --by host, the run")
+    c.add_argument("run_b", metavar="RUN_B", nargs="?", help="run directory B (the denominator); none with --by host")
+    c.add_argument("--by", choices=("run", "host"), default="run",
+                   help="run: RUN_A / RUN_B (default); host: every pair of RUN_A's hosts, first host as A")
+    c.add_argument("--out", metavar="DIR",
+                   help="where to write (default: RUN_A/compare-<name of RUN_B>; with --by host, RUN_A/compare-hosts)")
     c.set_defaults(func=cmd_compare)
     return parser
 

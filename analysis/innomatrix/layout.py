@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 TRIAL_FILE = "trial.json"
+HOST_FILE = "host.json"
 # How a trial directory looks, said in errors about a tree that has none.
 TRIAL_SHAPE = "<host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json; fileio: <subtest>/bs-<size>"
 # The value of a field that does not apply to a cell (a fileio cell's variant, a server cell's

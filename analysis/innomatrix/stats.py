@@ -21,6 +21,7 @@ Definitions (the thresholds are `Thresholds`, shown in the report):
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -403,9 +404,12 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
     return reasons
 
 
-# --- comparing two runs ------------------------------------------------------------------------
+# --- comparing two runs, or the hosts of one run -----------------------------------------------
 
 MATCH = ("filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads")
+# What a comparison says of each configuration, after the columns that name it.
+COMPARED = ("a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs", "verdict", "a_trials", "b_trials",
+            "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")
 
 
 def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
@@ -443,12 +447,33 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
         })
         rows.append(row)
     if not rows:
-        return pd.DataFrame(columns=[*keys, "a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs",
-                                     "verdict", "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes",
-                                     "block_bytes"])
+        return pd.DataFrame(columns=[*keys, *COMPARED])
     by_size = {"bp_size": "bp_bytes", "block_size": "block_bytes"}  # 64M before 1G, not after
     order = [by_size.get(key, key) for key in keys]
     return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def compare_hosts(cells_table: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
+    """Host A / host B per configuration within one run: `compare` on each pair of hosts' rows.
+
+    A run that several hosts wrote holds one configuration once per host, and the question is
+    the same as between two runs: does host A's median throughput differ from host B's beyond
+    what run-to-run noise moves? So the rule is the same one (between_runs over each side's ok
+    trial medians, no verdict with 1 trial a side), applied by `compare` itself to one host's
+    rows against the other's; their host sets differ, so `compare` matches on MATCH alone.
+    With more than two hosts every pair is compared, in sorted host order, the first of the
+    pair as A (`host_a`, `host_b` lead each row); fewer than two hosts give an empty table.
+    """
+    hosts = sorted(str(host) for host in cells_table["host"].unique())
+    by_host = {host: cells_table[cells_table["host"].astype(str) == host] for host in hosts}
+    parts = []
+    for host_a, host_b in itertools.combinations(hosts, 2):
+        pair = compare(by_host[host_a], by_host[host_b], th)
+        parts.append(pair.assign(host_a=host_a, host_b=host_b))
+    columns = ["host_a", "host_b", *MATCH, *COMPARED]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]
 
 
 def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:

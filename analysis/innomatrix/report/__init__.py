@@ -4,14 +4,21 @@ What `report RUN` writes (into RUN unless told otherwise):
     summary.csv  cells.parquet  intervals.parquet  report.html  plots/*.png  tables/*.csv  tables/*.md
 What `compare RUN_A RUN_B` writes (into RUN_A/compare-<name of RUN_B> unless told otherwise):
     compare.csv  compare.md  compare.html  plots/compare_ratios.png
+What `compare RUN --by host` writes (into RUN/compare-hosts unless told otherwise):
+    host_compare.csv  host_compare.md  hosts.csv  hosts.md  host_compare.html  plots/host_compare_ratios.png
+A report of a run of two or more hosts adds tables/hosts.* and tables/host_compare.*, from the
+same functions.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,11 +26,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from innomatrix import frame as frames
-from innomatrix import stats
+from innomatrix import layout, stats
 from innomatrix.report import html, plots, tables
 
 Say = Callable[[str], None]
 INTERVAL_DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
+
+
+class ReportError(ValueError):
+    """A run that cannot give what was asked of it (host vs host with one host); the message says why."""
 
 
 @dataclass
@@ -65,18 +76,20 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
              if t is not None]
     steady = tables.steady_table(cells)
     per_trial = tables.cells_table(cells)
+    # Host vs host only where there are hosts to compare; a one-host run's report is as it was.
+    by_host = _host_tables(run, cells, thresholds) if len(_hosts(cells)) >= 2 else None
     if say:
         say(f"{run.name}: drawing figures")
     figures = plots.report_plots(frame, cells, built)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "report.html", cells=cells)
     written.files += _write_frames(frame, cells, out)
-    for table in [*built, steady, per_trial]:
+    for table in [*built, *(by_host.both if by_host else ()), steady, per_trial]:
         written.files += table.write(out / "tables")
     written.files += _write_plots(figures, out / "plots")
     notes = {str(trial): str(note) for trial, note in frame.trials["notes"].items()}
     written.html.write_text(html.report_document(run.name, run, cells, built, steady, per_trial, figures, notes,
-                                                 thresholds.describe()))
+                                                 thresholds.describe(), by_host.both if by_host else None))
     written.files.append(written.html)
     flagged = int(cells["flagged"].sum())
     written.lines = [f"{len(cells)} trial{'' if len(cells) == 1 else 's'}, {flagged} flagged"]
@@ -86,6 +99,8 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     written.lines.append("")
     for table in built:
         written.lines += [f"{table.title}", tables.markdown(table.display), ""]
+    if by_host is not None:
+        written.lines += [_verdict_line(by_host.comparison, _hosts(cells)), *by_host.lines(), ""]
     written.lines.append(f"report: {written.html}")
     return written
 
@@ -107,15 +122,113 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
         written.files += _write_plots([figure], out / "plots", prune=False)
     written.html.write_text(html.compare_document(a.name, b.name, table, figure, thresholds.describe()))
     written.files.append(written.html)
+    written.lines = [_verdict_line(comparison), tables.noise_note(floor), "",
+                     tables.markdown(table.display), "", *table.notes, "", f"compare: {written.html}"]
+    return written
+
+
+def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | None = None,
+                  thresholds: stats.Thresholds = stats.DEFAULTS) -> Written:
+    """`compare RUN --by host`: every pair of the run's hosts, by the rule `compare` judges two runs by."""
+    run = Path(run_dir)
+    out = Path(out_dir) if out_dir is not None else run / "compare-hosts"
+    cells = stats.cells(load(run, say), thresholds)
+    hosts = _hosts(cells)
+    if len(hosts) < 2:
+        raise ReportError(f"{run}: only {', '.join(hosts) or 'no host'} ran trials here; "
+                          "--by host compares two or more hosts of one run")
+    by_host = _host_tables(run, cells, thresholds)
+    comparison = by_host.comparison
+    floor = stats.noise_floor(cells, confidence=thresholds.confidence)
+    figure = plots.compare_bars(comparison, "host_a", "host_b")
+    if figure is not None:
+        figure = dataclasses.replace(figure, name="host_compare_ratios", title=f"Host vs host ratios: {run.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    written = Written(out_dir=out, html=out / "host_compare.html", cells=comparison)
+    for table in by_host.both:
+        written.files += table.write(out)
+    if figure is not None:
+        written.files += _write_plots([figure], out / "plots", prune=False)
+    written.html.write_text(html.host_compare_document(run.name, by_host.compare, figure, by_host.hosts,
+                                                       thresholds.describe()))
+    written.files.append(written.html)
+    written.lines = [_verdict_line(comparison, hosts), tables.noise_note(floor), "", *by_host.lines(), "",
+                     f"compare: {written.html}"]
+    return written
+
+
+def _verdict_line(comparison: pd.DataFrame, hosts: list[str] | None = None) -> str:
+    """What a comparison found, in one line; for host vs host, which hosts it paired."""
     matched = int((comparison["only_in"] == "").sum()) if len(comparison) else 0
     differs = int(comparison["differs"].sum()) if len(comparison) else 0
     withheld = comparison[comparison["verdict"].isin([stats.UNKNOWN, stats.NO_SPREAD])] if len(comparison) else comparison
     headline = f"{matched} matching configurations, {differs} differ (95 % CI excludes 1)"
     if len(withheld):
         headline += f", {len(withheld)} without a verdict ({'; '.join(sorted(set(withheld['verdict'])))})"
-    written.lines = [headline, tables.noise_note(floor), "",
-                     tables.markdown(table.display), "", *table.notes, "", f"compare: {written.html}"]
-    return written
+    if hosts is None:
+        return headline
+    if len(hosts) == 2:
+        return f"host vs host {hosts[0]} / {hosts[1]}: {headline}"
+    return f"host vs host, {len(hosts) * (len(hosts) - 1) // 2} pairs of {', '.join(hosts)}: {headline}"
+
+
+def _hosts(cells: pd.DataFrame) -> list[str]:
+    return sorted(str(host) for host in cells["host"].unique())
+
+
+@dataclass
+class HostTables:
+    """What a run of several hosts adds: the host-vs-host comparison, its table, the Hosts table."""
+
+    comparison: pd.DataFrame
+    compare: tables.Table
+    hosts: tables.Table
+
+    @property
+    def both(self) -> tuple[tables.Table, tables.Table]:
+        """In the order they are written and shown: what the hosts are, then how they compare."""
+        return self.hosts, self.compare
+
+    def lines(self) -> list[str]:
+        """Both tables as the commands print them."""
+        return [tables.markdown(self.compare.display), "", *self.compare.notes, "", self.hosts.title,
+                tables.markdown(self.hosts.display), *self.hosts.notes]
+
+
+def _host_tables(run: Path, cells: pd.DataFrame, thresholds: stats.Thresholds) -> HostTables:
+    """Both host tables from the one cells table (and each host's host.json for the Hosts table)."""
+    comparison = stats.compare_hosts(cells, thresholds)
+    floor = stats.noise_floor(cells, confidence=thresholds.confidence)
+    sessions, notes = host_sessions(run, _hosts(cells))
+    return HostTables(comparison, tables.host_compare_table(comparison, floor), tables.hosts_table(sessions, notes))
+
+
+def host_sessions(run: Path, hosts: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Each host's latest host.json session with `sessions` (how many it holds) added, and notes.
+
+    host.json keeps every session that worked on the run, appended; the last is what the host
+    was when it last ran cells. A host.json that is missing, unreadable or without a session
+    gives the host an empty row and a note: the report is still worth having without it.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for host in hosts:
+        path = run / host / layout.HOST_FILE
+        found[host] = {}
+        try:
+            record = json.loads(path.read_text())
+        except FileNotFoundError:
+            notes.append(f"{host}: no {layout.HOST_FILE} (the run was recorded without it)")
+            continue
+        except (OSError, ValueError) as exc:
+            notes.append(f"{host}: {layout.HOST_FILE} cannot be read ({exc})")
+            continue
+        sessions = record.get("sessions") if isinstance(record, dict) else None
+        if not isinstance(sessions, list) or not sessions or not isinstance(sessions[-1], dict):
+            notes.append(f"{host}: {layout.HOST_FILE} holds no session")
+            continue
+        found[host] = {**sessions[-1], "sessions": len(sessions)}
+    return found, notes
 
 
 def _write_frames(frame: frames.Frame, cells: pd.DataFrame, out: Path) -> list[Path]:

@@ -32,7 +32,9 @@ ul.flags li { margin-bottom: 0.2em; } code { background: #f4f4f4; padding: 0 3px
 """
 
 TEXT_COLUMNS = {"trial", "host", "filesystem", "workload", "variant", "status", "unit", "flags", "a_flags",
-                "b_flags", "only_in", "bp_size", "subtest", "block_size"}
+                "b_flags", "only_in", "bp_size", "subtest", "block_size", "host_a", "host_b",
+                # the Hosts table
+                "started", "kernel", "distribution", "cpu", "device", "scheduler", "server", "driver"}
 
 
 def table_html(table: Table, flagged_rows: Iterable[bool] | None = None) -> str:
@@ -99,8 +101,20 @@ def document(title: str, subtitle: str, sections: list[tuple[str, str, str]]) ->
             "</body></html>\n")
 
 
+def compare_html(table: Table) -> str:
+    """A comparison table, its rows marked where a trial on either side is flagged."""
+    return table_html(table, [bool(a or b) for a, b in zip(table.data["a_flags"], table.data["b_flags"])])
+
+
+def hosts_html(hosts: Table, host_compare: Table | None = None) -> str:
+    """The hosts of a run, then (in a report) how they compare."""
+    return table_html(hosts) + (compare_html(host_compare) if host_compare is not None else "")
+
+
 def report_document(run_name: str, run_dir: Path, cells: pd.DataFrame, tables: list[Table], steady: Table,
-                    per_trial: Table, plots: list[Plot], notes: dict[str, str], thresholds: dict[str, object]) -> str:
+                    per_trial: Table, plots: list[Plot], notes: dict[str, str], thresholds: dict[str, object],
+                    hosts: tuple[Table, Table] | None = None) -> str:
+    """The report; `hosts` (the Hosts and host-vs-host tables) only for a run of two or more hosts."""
     flagged_rows = [bool(truthy(v)) for v in cells["flagged"]]
     tables_html = "".join(table_html(t) for t in tables) or "<p>No table: no trial has measured intervals.</p>"
     tables_html += "".join(image_html(p, half=True) for p in plots if p.group == "tables")
@@ -117,6 +131,7 @@ def report_document(run_name: str, run_dir: Path, cells: pd.DataFrame, tables: l
     sections = [
         ("validity", "Validity", flags_html(cells)),
         ("tables", "Tables", tables_html),
+        *([("by-host", "Host vs host", hosts_html(*hosts))] if hosts is not None else []),
         ("trials", "Every trial", table_html(per_trial, flagged_rows)),
         ("steady", "Steady state", table_html(steady, flagged_rows)),
         ("figures", "Figures", figures_html),
@@ -128,8 +143,19 @@ def report_document(run_name: str, run_dir: Path, cells: pd.DataFrame, tables: l
 
 def compare_document(name_a: str, name_b: str, table: Table, plot: Plot | None,
                      thresholds: dict[str, object]) -> str:
-    inner = table_html(table, [bool(a or b) for a, b in zip(table.data["a_flags"], table.data["b_flags"])])
+    inner = compare_html(table)
     if plot is not None:
         inner += image_html(plot)
     sections = [("compare", "Ratios", inner), ("definitions", "Definitions and thresholds", definitions_html(thresholds))]
     return document(f"innomatrix compare: {name_a} / {name_b}", f"A = {name_a}, B = {name_b}", sections)
+
+
+def host_compare_document(run_name: str, table: Table, plot: Plot | None, hosts: Table,
+                          thresholds: dict[str, object]) -> str:
+    """`compare RUN --by host`: the ratios, then what each host is (a ratio says little without it)."""
+    inner = compare_html(table)
+    if plot is not None:
+        inner += image_html(plot)
+    sections = [("compare", "Ratios", inner), ("host-list", "Hosts", hosts_html(hosts)),
+                ("definitions", "Definitions and thresholds", definitions_html(thresholds))]
+    return document(f"innomatrix compare: {run_name}, host vs host", "A = host_a, B = host_b of each row", sections)

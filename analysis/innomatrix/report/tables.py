@@ -7,17 +7,20 @@ the median of its repeats' medians; a configuration is marked when any of its tr
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from innomatrix.stats import MATCH, NoiseFloor
 
 FLAG_MARK = "*"
-# The columns that name a configuration in a comparison, in the order they are shown.
-COMPARE_KEYS = ("host", *MATCH)
+# The columns that name a configuration in a comparison, in the order they are shown
+# (host_a and host_b: the pair of hosts of one run compared by stats.compare_hosts).
+COMPARE_KEYS = ("host_a", "host_b", "host", *MATCH)
 
 
 @dataclass
@@ -355,3 +358,84 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
         notes.append("without a match: " + "; ".join(
             f"{'/'.join(str(row[k]) for k in keys)} only in {row['only_in']}" for _, row in only.iterrows()))
     return Table("compare", f"Ratio A/B of median throughput: {name_a} / {name_b}", data, display, notes)
+
+
+def host_compare_table(comparison: pd.DataFrame, floor: NoiseFloor) -> Table:
+    """The host-vs-host table of one run (stats.compare_hosts): the compare table, A and B named on each row."""
+    table = compare_table(comparison, "host_a", "host_b", floor)
+    notes = [*table.notes, "Every pair of hosts, in sorted host order: the first of the pair is A."]
+    return dataclasses.replace(table, name="host_compare", notes=notes,
+                               title="Host vs host: ratio A/B of median throughput within the run")
+
+
+# What the Hosts table shows of a host.json session (roles/matrix/tasks/record.yml writes it):
+# column → the path to it in the session.
+HOST_FIELDS = (
+    ("started", ("started",)), ("kernel", ("kernel",)), ("distribution", ("distribution",)), ("cpu", ("cpu",)),
+    ("vcpus", ("vcpus",)), ("memory_mb", ("memory_mb",)), ("device", ("device", "identity")),
+    ("device_bytes", ("device", "size_bytes")), ("rotational", ("device", "rotational")),
+    ("scheduler", ("device", "scheduler")), ("read_ahead_kb", ("device", "read_ahead_kb")),
+    ("server_flavor", ("server", "flavor")), ("server_version", ("server", "version")), ("driver", ("driver",)),
+)
+
+
+def _field(session: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """A field of a session, None when any step is missing or not an object, or the value is empty
+    (a fact Ansible could not gather templates as an empty string)."""
+    value: Any = session
+    for step in path:
+        value = value.get(step) if isinstance(value, dict) else None
+    return None if value is None or value == "" or isinstance(value, (dict, list)) else value
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _gib(value: Any, scale: float) -> str:
+    number = _number(value)
+    return fmt(number * scale / (1 << 30)) + " GiB" if number is not None else fmt(value)
+
+
+def _active_scheduler(value: Any) -> str:
+    """sysfs lists the schedulers with the active one in brackets: `[none] mq-deadline` → none."""
+    text = fmt(value)
+    start, end = text.find("["), text.find("]")
+    return text[start + 1:end] if 0 <= start < end else text
+
+
+HOST_DISPLAY = ("host", "sessions", "started", "kernel", "distribution", "cpu", "vcpus", "memory", "device", "size",
+                "rotational", "scheduler", "read-ahead (KiB)", "server", "driver")
+
+
+def hosts_table(sessions: dict[str, dict[str, Any]], notes: list[str]) -> Table:
+    """One row per host: its latest host.json session (kernel, CPU, memory, device, server, driver).
+
+    `sessions` maps each host to that session with `sessions` (how many host.json holds) added,
+    or to {} when there is none; a field the session lacks shows –, and `notes` say why a host
+    has no session. A host-vs-host ratio means little without what differs between the hosts.
+    """
+    rows = []
+    for host, session in sorted(sessions.items()):
+        rows.append({"host": host, "sessions": session.get("sessions", 0),
+                     **{name: _field(session, path) for name, path in HOST_FIELDS}})
+    data = pd.DataFrame(rows, columns=["host", "sessions", *(name for name, _ in HOST_FIELDS)])
+    # Shown from the rows, not from `data`, where pandas turns a missing number into NaN and 2 into 2.0.
+    display = pd.DataFrame([{
+        "host": row["host"],
+        "sessions": str(row["sessions"]),
+        **{name: fmt(row[name]) for name in ("started", "kernel", "distribution", "cpu", "vcpus")},
+        "memory": _gib(row["memory_mb"], 1 << 20),
+        "device": fmt(row["device"]),
+        "size": _gib(row["device_bytes"], 1),
+        "rotational": "–" if row["rotational"] is None else ("yes" if str(row["rotational"]) == "True" else "no"),
+        "scheduler": _active_scheduler(row["scheduler"]),
+        "read-ahead (KiB)": fmt(row["read_ahead_kb"]),
+        "server": " ".join(fmt(row[name]) for name in ("server_flavor", "server_version"))
+        if row["server_flavor"] is not None or row["server_version"] is not None else "–",
+        "driver": fmt(row["driver"]),
+    } for row in rows], columns=HOST_DISPLAY)
+    return Table("hosts", "Hosts (each host's latest host.json session)", data, display, list(notes))
