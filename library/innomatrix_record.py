@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Append a session to a JSON record (run.json, host.json) without losing earlier ones."""
+"""Append a session to a JSON record (run.json, host.json, smart.json) without losing earlier ones."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ description:
 options:
   path: {description: The JSON file, type: path, required: true}
   first: {description: Fields written when the file is created, type: dict, required: true}
-  session: {description: This session's fields, appended to sessions, type: dict, required: true}
+  session: {description: This session's fields (or one reading), appended under key, type: dict, required: true}
+  key: {description: The list it is appended to, type: str, default: sessions}
 author: innomatrix
 """
 
@@ -27,6 +28,7 @@ ARGUMENT_SPEC = {
     "path": {"type": "path", "required": True},
     "first": {"type": "dict", "required": True},
     "session": {"type": "dict", "required": True},
+    "key": {"type": "str", "default": "sessions"},
 }
 
 
@@ -34,11 +36,12 @@ def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     if module.check_mode:
         module.exit_json(changed=True)
+    key = module.params["key"]
     try:
-        record = append_record(Path(module.params["path"]), module.params["first"], "sessions", module.params["session"])
+        record = append_record(Path(module.params["path"]), module.params["first"], key, module.params["session"])
     except TrialError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=True, sessions=len(record["sessions"]))
+    module.exit_json(changed=True, entries=len(record[key]))
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ def main() -> None:
         append_record(path, {"schema": 1, "device": p["device"]}, "readings", reading)
     except TrialError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=True, status=reading["smart"].get("status"), reason=reading["smart"].get("reason"))
+    module.exit_json(changed=True, status=reading["smart"].get("status"), reason=reading["smart"].get("reason"),
+                     reading=reading)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,13 @@ code's `finally:` first instead of killing mysqld half-way through a write.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -280,6 +282,89 @@ def publish(tmp: Path, final: Path) -> str | None:
         final.rename(aside)
         kept = aside.name
     tmp.rename(final)
+    return kept
+
+
+# --- bringing results home ----------------------------------------------------------------------
+# A cell is written on the host, in its staging tree, then packed once, fetched by the controller
+# over the connection (as the login user, never through become) and published there: the
+# controller's tree is the one truth, the host's a cache.
+
+HOME_ARCHIVE_MODE = 0o600
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def relative_results_path(text: str) -> Path:
+    """A path under a results tree, as given: relative, without `..`; anything else is refused."""
+    path = Path(text)
+    if not text or path.is_absolute() or any(part in ("", ".", "..") for part in text.split("/")):
+        raise TrialError(f"{text!r} is not a path inside a results tree")
+    return path
+
+
+def pack(root: Path, relative: str, outbox: Path, owner: str | None) -> dict:
+    """The directory root/relative as a gzip tar in `outbox`, readable by `owner` only."""
+    source = root / relative_results_path(relative)
+    if not source.is_dir():
+        raise TrialError(f"{source}: nothing to bring home (it was never written)")
+    outbox.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if owner:
+        shutil.chown(outbox, user=owner)
+    archive = outbox / (relative.replace("/", "__") + ".tar.gz")
+    partial = archive.with_name(f".{archive.name}.tmp-{os.getpid()}")
+    with tarfile.open(partial, "w:gz") as tar:
+        tar.add(source, arcname=source.name)
+    partial.chmod(HOME_ARCHIVE_MODE)
+    if owner:
+        shutil.chown(partial, user=owner)
+    partial.rename(archive)
+    return {"archive": str(archive), "sha256": sha256_of(archive), "bytes": archive.stat().st_size}
+
+
+def _safe_members(tar: tarfile.TarFile, name: str, archive: Path) -> list[tarfile.TarInfo]:
+    """Every member, if each is a plain file or directory under `name`; else the archive is refused."""
+    members = tar.getmembers()
+    for member in members:
+        inside = member.name == name or member.name.startswith(name + "/")
+        if not inside or ".." in member.name.split("/") or not (member.isfile() or member.isdir()):
+            raise TrialError(f"{archive}: refused: member {member.name!r} is not a file or directory under {name}")
+    return members
+
+
+def unpack(archive: Path, sha256: str, run_dir: Path, relative: str) -> str | None:
+    """Verify a fetched archive and publish the directory it holds at run_dir/relative as the
+    host did: atomically, an earlier one kept aside under a name it returns. The archive is
+    removed once its directory is in place."""
+    final = run_dir / relative_results_path(relative)
+    found = sha256_of(archive)
+    if found != sha256:
+        raise TrialError(f"{archive}: checksum {found[:16]}… is not the host's {sha256[:16]}…: transfer damaged; rerun")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    unpacked = final.with_name(f".{final.name}.home-{os.getpid()}")
+    shutil.rmtree(unpacked, ignore_errors=True)
+    unpacked.mkdir()
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = _safe_members(tar, final.name, archive)
+            for member in members:
+                member.mode &= 0o755 if member.isdir() else 0o644
+            tar.extractall(unpacked, members=members)  # noqa: S202 - every member checked above
+        received = unpacked / final.name
+        if not received.is_dir():
+            raise TrialError(f"{archive}: refused: it does not hold the directory {final.name}")
+        kept = publish(received, final)
+    except (tarfile.TarError, OSError) as exc:
+        raise TrialError(f"{archive}: cannot unpack ({exc})") from None
+    finally:
+        shutil.rmtree(unpacked, ignore_errors=True)
+    archive.unlink()
     return kept
 
 

@@ -76,7 +76,8 @@ def check_value(where: str, value: Any, option: dict[str, Any]) -> list[str]:
 
 
 def test_the_roles() -> None:
-    assert ROLES == ["collectors", "dataset", "device", "matrix", "mysql_server", "preflight", "sysbench", "tpcc", "trial"]
+    assert ROLES == ["collectors", "dataset", "device", "matrix", "mysql_server", "preflight", "results_home", "sysbench", "tpcc",
+                     "trial"]
 
 
 def test_fits() -> None:
@@ -152,6 +153,7 @@ def test_the_entry_points() -> None:
         "matrix": ["main"],
         "mysql_server": ["facts", "main"],
         "preflight": ["main"],
+        "results_home": ["main"],
         "sysbench": ["facts", "main"],
         "tpcc": ["facts", "main"],
         "trial": ["main"],
