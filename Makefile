@@ -50,7 +50,9 @@ unit: venv
 e2e: root venv
 	$(BIN)/pytest -q -x tests/e2e
 
-test: root lint $(STAMP)/test-os
+# molecule-os too: the remote-host e2e tests (tests/e2e/remote_hosts.py) run podman containers
+# of tests/molecule/image.sh's image, which they build themselves (debootstrap).
+test: root lint $(STAMP)/test-os $(STAMP)/molecule-os
 	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q tests
 	$(MAKE) --no-print-directory molecule
 

@@ -317,7 +317,8 @@ def pack(root: Path, relative: str, outbox: Path, owner: str | None) -> dict:
     outbox.mkdir(mode=0o700, parents=True, exist_ok=True)
     if owner:
         shutil.chown(outbox, user=owner)
-    archive = outbox / (relative.replace("/", "__") + ".tar.gz")
+    # Named by the staging tree too: two runs may stage the same cell path at once.
+    archive = outbox / f"{hashlib.sha256(str(root).encode()).hexdigest()[:8]}-{relative.replace('/', '__')}.tar.gz"
     partial = archive.with_name(f".{archive.name}.tmp-{os.getpid()}")
     with tarfile.open(partial, "w:gz") as tar:
         tar.add(source, arcname=source.name)

@@ -5,7 +5,9 @@
 #   bookworm          python3 (and python3-apt, which Ansible's apt module needs)
 #   bookworm-systemd  + systemd as PID 1
 #   bookworm-bench    + the packages the roles install (server, sysbench, collectors), for
-#                     the scenarios whose role needs them in place; the roles still run over them
+#                     the scenarios whose role needs them in place; the roles still run over them;
+#                     + openssh-server, so that tests/e2e/remote_hosts.py can make it a remote
+#                     host reached over SSH (sshd is not started here: policy-rc.d says no)
 # Every image carries a hash of this script and of the mirror, and is rebuilt only when that
 # hash changes. The mirror is the host's own, from its apt sources.
 set -euo pipefail
@@ -51,5 +53,5 @@ variant() {
 }
 variant bookworm-systemd '["/sbin/init"]' systemd systemd-sysv dbus
 variant bookworm-bench '["sleep", "infinity"]' mariadb-server mariadb-client sysbench \
-  procps sysstat xfsprogs e2fsprogs util-linux smartmontools
+  procps sysstat xfsprogs e2fsprogs util-linux smartmontools openssh-server
 echo "built $IMAGE:{$(IFS=,; echo "${VARIANTS[*]}")} ($inputs)"

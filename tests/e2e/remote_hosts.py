@@ -1,0 +1,287 @@
+"""Real remote benchmark hosts for the end-to-end tests: podman containers of the
+bookworm-bench image (tests/molecule/image.sh), reached over real SSH on 127.0.0.1 as a
+non-root user (`bench`) with passwordless sudo, each with its own loop device.
+
+    host = RemoteHost(base, "bench-a")     # base: a per-test directory under /var/tmp, mode 0755
+    write_inventory(base / "hosts.yml", {"bench-a": host})
+    ...                                    # ansible-playbook -i base/hosts.yml matrix.yml
+    host.close()
+
+Everything a host makes is found again by what names it, never by a number: its container by
+the name innomatrix-e2e-<pid>-<name>, its loop device by its backing file <base>/<name>.disk.
+close() removes exactly those two; the caller removes the base directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE_SCRIPT = ROOT / "tests" / "molecule" / "image.sh"
+CONTAINERS_CONF = ROOT / "tests" / "molecule" / "containers.conf"
+IMAGE = "localhost/innomatrix-molecule:bookworm-bench"
+PREFIX = f"innomatrix-e2e-{os.getpid()}-"
+USER = "bench"
+PORTS = range(35000, 36000)
+DISK_SIZE = 2 * 1024**3
+SSH_TIMEOUT = 30.0
+
+needs_podman = pytest.mark.skipif(
+    shutil.which("podman") is None,
+    reason="REMOTE-HOST TESTS SKIPPED: podman is not installed; `make test` installs it "
+    "(through .make/molecule-os: podman runc catatonit debootstrap)",
+)
+
+# podman here: runc, not crun (hybrid cgroups), and rlimits under the host's hard limits.
+PODMAN_ENV = dict(os.environ, CONTAINERS_CONF=str(CONTAINERS_CONF))
+
+_images_checked = False
+_ports_taken: set[int] = set()
+
+
+def podman(*args: str, check: bool = True, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run(["podman", *args], capture_output=True, text=True, env=PODMAN_ENV,
+                          timeout=timeout, **kwargs)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"podman {shlex.join(args)} exited {done.returncode}: {done.stderr.strip()}")
+    return done
+
+
+def ensure_images() -> None:
+    """Build the images if the script or the mirror changed (image.sh is idempotent: a few
+    minutes when it builds, well under a second when they are up to date). Once per process."""
+    global _images_checked
+    if _images_checked:
+        return
+    done = subprocess.run(["bash", str(IMAGE_SCRIPT)], capture_output=True, text=True, env=PODMAN_ENV,
+                          timeout=1200)
+    if done.returncode != 0:
+        raise RuntimeError(f"{IMAGE_SCRIPT} failed:\n{(done.stdout + done.stderr)[-4000:]}")
+    _images_checked = True
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _candidate_ports():
+    """PORTS in a fixed order starting from one the pid gives: the same process asks for the same
+    ports every run, two test processes rarely meet, and one that is taken is passed over."""
+    start = os.getpid() % len(PORTS)
+    for offset in range(len(PORTS)):
+        port = PORTS[(start + offset) % len(PORTS)]
+        if port not in _ports_taken and _port_is_free(port):
+            yield port
+
+
+def ssh_key(base: Path) -> Path:
+    """The ed25519 key pair every host of one base directory accepts: made once per base dir."""
+    directory = base / "ssh"
+    key = directory / "id_ed25519"
+    if not key.exists():
+        directory.mkdir(mode=0o700, exist_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "innomatrix-e2e", "-f", str(key)],
+                       check=True, capture_output=True)
+    return key
+
+
+class RemoteHost:
+    def __init__(self, base: Path, name: str):
+        ensure_images()
+        self.base = Path(base)
+        self.name = name
+        self.container = PREFIX + name
+        self.key = ssh_key(self.base)
+        self.disk = self.base / f"{name}.disk"
+        self.port: int | None = None
+        self.device = ""
+        try:
+            self._attach_device()
+            self._run_container()
+            self._check_device()
+            self._prepare_login()
+            self.start_sshd()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- bring-up -------------------------------------------------------------------------------
+
+    def _attach_device(self) -> None:
+        with open(self.disk, "wb") as disk:
+            disk.truncate(DISK_SIZE)
+        # Direct I/O as the project's own demo device (roles/preflight): a plain loop device reads
+        # through the host's page cache, and O_DIRECT benchmarks on it would measure RAM.
+        done = subprocess.run(["losetup", "--direct-io=on", "--show", "-f", str(self.disk)],
+                              capture_output=True, text=True, check=True)
+        self.device = done.stdout.strip()
+
+    def _run_container(self) -> None:
+        # A container of ours by this name can only be left by a dead process of the same pid.
+        podman("rm", "-f", "-t", "0", self.container, check=False)
+        last_error = "no free port in 35000-35999"
+        for attempt, port in enumerate(_candidate_ports()):
+            if attempt == 5:
+                break
+            done = podman(
+                "run", "-d", "--privileged", "--runtime", "runc",
+                "--ulimit", "nofile=16384:16384", "--ulimit", "nproc=16384:16384",
+                # catatonit as PID 1 (installed with podman by `make test`): it reaps orphans as a
+                # host's init does. `sleep` would leave every daemonised process that ends (sshd,
+                # a stopped mariadbd) as a zombie that processes() still lists as [mariadbd].
+                "--init",
+                "--name", self.container, "--hostname", self.name,
+                "-p", f"127.0.0.1:{port}:22",
+                IMAGE, "sleep", "infinity", check=False)
+            if done.returncode == 0:
+                self.port = port
+                _ports_taken.add(port)
+                return
+            last_error = done.stderr.strip()
+            podman("rm", "-f", "-t", "0", self.container, check=False)
+            if "address already in use" not in last_error:
+                break
+        raise RuntimeError(f"cannot start container {self.container}: {last_error}")
+
+    def _check_device(self) -> None:
+        """A privileged container gets the host's device nodes as they were when it started; make
+        the node if this one is missing, with the host's major and minor numbers."""
+        if self.exec(["test", "-b", self.device]).returncode == 0:
+            return
+        rdev = os.stat(self.device).st_rdev
+        self._sh(f"mknod {shlex.quote(self.device)} b {os.major(rdev)} {os.minor(rdev)}"
+                 f" && chmod 660 {shlex.quote(self.device)} && chgrp disk {shlex.quote(self.device)}")
+        if self.exec(["test", "-b", self.device]).returncode != 0:
+            raise RuntimeError(f"{self.device} is not a block device inside {self.container}")
+
+    def _prepare_login(self) -> None:
+        public = Path(f"{self.key}.pub").read_text()
+        self._sh(
+            "set -e; ssh-keygen -A >/dev/null; mkdir -p /run/sshd;"
+            # `-p '*'`: no password, but not a locked account ('!') either.
+            f"useradd --create-home --shell /bin/bash --password '*' {USER};"
+            f"echo '{USER} ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/{USER}; chmod 0440 /etc/sudoers.d/{USER};"
+            f"visudo -cq -f /etc/sudoers.d/{USER};"
+            f"install -d -m 0700 -o {USER} -g {USER} ~{USER}/.ssh;"
+            f"cat >~{USER}/.ssh/authorized_keys; chown {USER}:{USER} ~{USER}/.ssh/authorized_keys;"
+            f"chmod 0600 ~{USER}/.ssh/authorized_keys",
+            input=public)
+
+    # --- use ------------------------------------------------------------------------------------
+
+    def inventory_vars(self) -> dict:
+        return {
+            "ansible_host": "127.0.0.1",
+            "ansible_port": self.port,
+            "ansible_user": USER,
+            "ansible_ssh_private_key_file": str(self.key),
+            "ansible_become": True,
+            "ansible_python_interpreter": "/usr/bin/python3",
+            # No connection sharing, hence no ControlPersist either. A master connection outlives
+            # its sshd: after stop_sshd() a persisted master (Ansible's default ssh_args say
+            # ControlPersist=60s) would still carry commands, and a test of a lost host would lose
+            # nothing; a master keyed on 127.0.0.1:<port> could also outlive its container and be
+            # reused by the next host on that port. ssh keeps the first value it is given for an
+            # option and Ansible puts ssh_args (ControlMaster=auto) before ssh_common_args, so
+            # ssh_args is replaced too, else the ControlMaster=no below would lose; ControlPath=none
+            # keeps ssh from even joining a master some other run left (with any ControlPersist,
+            # even "no", Ansible adds a ControlPath of its own). Each task pays a new login: tens of
+            # milliseconds on 127.0.0.1, nothing to a benchmark cell.
+            "ansible_ssh_args": "-o ControlMaster=no -o ControlPath=none",
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ControlMaster=no",
+            "device": self.device,
+        }
+
+    def ssh_argv(self, *command: str) -> list[str]:
+        return ["ssh", "-i", str(self.key), "-p", str(self.port), "-o", "BatchMode=yes",
+                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+                "-o", "ConnectTimeout=5", "-o", "ControlMaster=no", f"{USER}@127.0.0.1", *command]
+
+    def exec(self, argv: list[str], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+        """Run argv in the container as root (podman exec, not SSH); never raises on failure."""
+        interactive = ["-i"] if "input" in kwargs else []
+        return podman("exec", *interactive, self.container, *argv, check=False, timeout=timeout, **kwargs)
+
+    def _sh(self, script: str, **kwargs) -> subprocess.CompletedProcess:
+        done = self.exec(["sh", "-c", script], **kwargs)
+        if done.returncode != 0:
+            raise RuntimeError(f"in {self.container}: sh -c {script!r} exited {done.returncode}: "
+                               f"{(done.stdout + done.stderr).strip()}")
+        return done
+
+    def processes(self) -> list[str]:
+        """`ps -e -ww -o pid,args` inside the container: one line a process, no header, not ps."""
+        done = self.exec(["ps", "-e", "-ww", "-o", "pid=,args="])
+        return [line for line in done.stdout.splitlines() if line.split(None, 1)[1:] != ["ps -e -ww -o pid=,args="]]
+
+    def stop_sshd(self) -> None:
+        """The host is lost to the controller: its sshd ends, and with it every open session
+        (pkill runs in the container's own PID namespace: only this host's sshd processes)."""
+        self.exec(["pkill", "-KILL", "-x", "sshd"])
+        deadline = time.monotonic() + 10
+        while any(line.split(None, 1)[1].startswith(("sshd", "/usr/sbin/sshd")) for line in self.processes()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sshd still runs in {self.container}: {self.processes()}")
+            time.sleep(0.1)
+
+    def start_sshd(self) -> None:
+        """Start sshd and wait, at most SSH_TIMEOUT seconds, until the bench user logs in."""
+        self._sh("mkdir -p /run/sshd && /usr/sbin/sshd")
+        deadline = time.monotonic() + SSH_TIMEOUT
+        while True:
+            done = subprocess.run(self.ssh_argv("true"), capture_output=True, text=True, timeout=30,
+                                  stdin=subprocess.DEVNULL)
+            if done.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"no SSH login as {USER}@127.0.0.1:{self.port} ({self.container}) within {SSH_TIMEOUT:.0f} s: "
+                    f"ssh exited {done.returncode}: {done.stderr.strip()}\nprocesses: {self.processes()}")
+            time.sleep(0.2)
+
+    # --- teardown -------------------------------------------------------------------------------
+
+    def loop_devices(self) -> list[str]:
+        """The loop devices backed by this host's file (normally its one device)."""
+        if not self.disk.exists():
+            return []
+        found = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", str(self.disk)], capture_output=True, text=True)
+        return found.stdout.split()
+
+    def container_exists(self) -> bool:
+        return podman("container", "exists", self.container, check=False).returncode == 0
+
+    def close(self) -> None:
+        """Remove the container and detach the loop device; idempotent. The backing file and the
+        key stay for the caller, who removes the base directory."""
+        podman("rm", "-f", "-t", "0", self.container, check=False)
+        for device in self.loop_devices():
+            subprocess.run(["losetup", "-d", device], capture_output=True)
+        if self.port is not None:
+            _ports_taken.discard(self.port)
+
+
+def our_containers() -> list[str]:
+    """Every container this process started (they all carry PREFIX)."""
+    done = podman("ps", "-a", "--filter", f"name=^{PREFIX}", "--format", "{{.Names}}", check=False)
+    return [name for name in done.stdout.split() if name.startswith(PREFIX)]
+
+
+def write_inventory(path: Path, hosts: dict[str, RemoteHost]) -> None:
+    """A YAML inventory with every host in group `bench`, the group matrix.yml plays on."""
+    inventory = {"all": {"children": {"bench": {"hosts": {name: host.inventory_vars() for name, host in hosts.items()}}}}}
+    Path(path).write_text(yaml.safe_dump(inventory, sort_keys=False))

@@ -1,0 +1,141 @@
+"""Two remote benchmark hosts at once, over real SSH: podman containers on 127.0.0.1 ports, each
+with its own loop device, reached as a non-root user with sudo (remote_hosts.py).
+
+Every cell is written on its host and brought home to the controller's results tree, which the
+rerun decides from; the report compares the two hosts. Tests run in file order.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, trials_of
+from remote_hosts import RemoteHost, needs_podman, write_inventory
+
+pytestmark = [*NEEDS_ROOT, needs_podman]
+
+HOSTS = ("bench-a", "bench-b")
+CELLS = ("xfs/oltp/A/bp-64M/t2/r1", "xfs/oltp/A/bp-128M/t2/r1")
+STATE_DIR = "/var/lib/innomatrix-fleet"
+
+
+class Fleet:
+    def __init__(self, base: Path, hosts: dict[str, RemoteHost]):
+        self.base = base
+        self.hosts = hosts
+        self.results = base / "results"
+        inventory_dir = base / "inventory"
+        inventory_dir.mkdir()
+        # The project's knob defaults, as inventory/ gives them to any inventory beside them; the
+        # device is each host's own (a host variable, which -e device= would override for all).
+        (inventory_dir / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
+        self.inventory = inventory_dir / "hosts.yml"
+        write_inventory(self.inventory, hosts)
+        self.knobs = base / "knobs.yml"
+        self.knobs.write_text(yaml.safe_dump({
+            "filesystems": ["xfs"], "variants": ["A"], "bp_sizes": ["64M", "128M"], "threads": [2],
+            "warmup": 2, "duration": 4, "report_interval": 1, "oltp_tables": 2, "oltp_table_size": 5000,
+            "run_name": "fleet", "results_dir": str(self.results),
+            "mycnf_overrides": {"innodb_log_file_size": "48M"},
+            "preflight_state_dir": STATE_DIR, "preflight_secrets_dir": str(base / "secrets"),
+            "preflight_mountpoint": "/mnt/innomatrix-fleet",
+        }))
+
+    @property
+    def run_dir(self) -> Path:
+        return self.results / "fleet"
+
+    def play(self, *extra: str) -> subprocess.CompletedProcess:
+        argv = [str(PLAYBOOK), "-i", str(self.inventory), "matrix.yml", "-e", f"@{self.knobs}", *extra]
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                              env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
+        (self.base / "last-play.log").write_text(done.stdout + done.stderr)
+        return done
+
+    def password(self, host: str) -> str:
+        return (self.base / "secrets" / f"{host}-bench.password").read_text().strip()
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    base = Path(tempfile.mkdtemp(prefix="innomatrix-fleet-", dir="/var/tmp"))
+    base.chmod(0o755)
+    hosts: dict[str, RemoteHost] = {}
+    try:
+        for name in HOSTS:
+            hosts[name] = RemoteHost(base, name)
+        yield Fleet(base, hosts)
+    finally:
+        for host in hosts.values():
+            host.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):
+    done = fleet.play()
+    ok(done)
+    trials = trials_of(fleet.run_dir)
+    assert sorted(trials) == sorted(f"{host}/{cell}" for host in HOSTS for cell in CELLS)
+    for path, trial in trials.items():
+        host = path.split("/")[0]
+        assert trial["status"] == "ok", (path, trial["reasons"])
+        assert trial["cell"]["host"] == host and trial["summary"]["throughput_median"] > 0
+        assert trial["device"]["path"] == fleet.hosts[host].device
+        # The server on that host ran the my.cnf the plan rendered for it, and started.
+        assert trial["server"]["version"].startswith("10.11.")
+        directory = fleet.run_dir / path
+        assert "innodb_buffer_pool_size" in (directory / "my.cnf").read_text()
+        assert (directory / "variables.txt").stat().st_size > 0
+    for host in HOSTS:
+        records = fleet.run_dir / host
+        assert json.loads((records / "host.json").read_text())["sessions"][-1]["device"]["path"] == fleet.hosts[host].device
+        assert [r["label"] for r in json.loads((records / "smart.json").read_text())["readings"]] == ["xfs before", "xfs after"]
+        assert len(list((records / "xfs" / "oltp").glob("dataset-*/dataset.json"))) == 1
+    # Nothing half-brought: no archive left on the controller or in a host's outbox.
+    assert [p for p in fleet.run_dir.rglob("*.tar.gz")] == []
+    for host in fleet.hosts.values():
+        assert host.exec(["find", "/home/bench/.innomatrix-outbox", "-type", "f"]).stdout == ""
+
+
+def test_the_report_compares_the_two_hosts(fleet):
+    with open(fleet.run_dir / "tables" / "host_compare.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["host_a"], r["host_b"], r["bp_size"]) for r in rows] == [("bench-a", "bench-b", "64M"),
+                                                                        ("bench-a", "bench-b", "128M")]
+    # One trial a side: a ratio, and no verdict.
+    assert all(float(r["ratio"]) > 0 and r["differs"] == "False" for r in rows)
+    with open(fleet.run_dir / "tables" / "hosts.csv", newline="") as handle:
+        assert [r["host"] for r in csv.DictReader(handle)] == list(HOSTS)
+
+
+def test_the_rerun_is_decided_on_the_controller_and_runs_nothing(fleet):
+    before = {path: (fleet.run_dir / path / "trial.json").read_bytes() for path in trials_of(fleet.run_dir)}
+    # The hosts' staging trees are a cache: without them the controller still knows what is done.
+    for host in fleet.hosts.values():
+        host.exec(["rm", "-rf", f"{STATE_DIR}/stage"])
+    done = fleet.play()
+    ok(done)
+    assert "2 cells: 0 to run, 2 already finished" in done.stdout
+    assert {path: (fleet.run_dir / path / "trial.json").read_bytes() for path in trials_of(fleet.run_dir)} == before
+
+
+def test_no_stray_process_and_no_secret_anywhere(fleet):
+    for name, host in fleet.hosts.items():
+        running = host.processes()
+        assert not [line for line in running if any(tool in line for tool in ("mariadbd", "mysqld", "sysbench",
+                                                                              "iostat", "vmstat"))], running
+        secret = fleet.password(name)
+        assert secret not in "\n".join(running)
+        assert host.exec(["grep", "-rlF", secret, f"{STATE_DIR}/stage"]).stdout == ""
+        found = subprocess.run(["grep", "-rlF", secret, str(fleet.results), str(fleet.base / "last-play.log")],
+                               capture_output=True, text=True)
+        assert found.stdout == "", found.stdout
