@@ -6,6 +6,9 @@
 3. Fidelity: median tps of an orchestrated cell ÷ median tps of the same sysbench command run by
    hand against the same my.cnf and the same pristine datadir; and by hand with the suite's
    collectors ÷ without them. Each in ABBA order, 6 pairs, with a 95 % interval.
+4. Fleet (`figures.py fleet`): the fixed cost per cell of one small matrix (4 cells) run on
+   localhost and on a remote host over SSH (a podman container, tests/e2e/remote_hosts.py), and
+   the seconds and bytes it takes to bring one cell home (pack, fetch, check and publish).
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
@@ -42,14 +45,15 @@ RESULTS = ROOT / "results"
 SERVER_COMMANDS = {"server": "mariadbd", "client": "mariadb", "admin": "mariadb-admin"}
 
 
-def play(*extra: str) -> list[dict]:
+def play(*extra: str, playbook: list[str] = PLAYBOOK) -> list[dict]:
     """Run the playbook with the JSON callback; return its task records."""
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    done = subprocess.run([*PLAYBOOK, *extra], cwd=ROOT, capture_output=True, text=True, env=env)
+    done = subprocess.run([*playbook, *extra], cwd=ROOT, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         sys.exit(f"playbook failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     # The JSON document, whatever other callbacks (profile_tasks) print around it.
     document, _ = json.JSONDecoder().raw_decode(done.stdout[done.stdout.index("{"):])
+    RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench-ansible.json").write_text(json.dumps(document))
     return [task for play_ in document["plays"] for task in play_["tasks"]]
 
@@ -164,9 +168,71 @@ def fidelity(pairs: int = 6) -> None:
     print(f"collectors on ÷ off: {ratio_interval(collectors)}")
 
 
+FLEET_KNOBS = {
+    "filesystems": ["xfs"], "variants": ["A"], "bp_sizes": ["64M", "128M"], "threads": [2], "repeats": 2,
+    "warmup": 2, "duration": 4, "report_interval": 1, "oltp_tables": 2, "oltp_table_size": 5000,
+    "mycnf_overrides": {"innodb_log_file_size": "48M"}, "report": False,
+}
+
+
+def homecoming(tasks: list[dict]) -> tuple[list[float], list[int]]:
+    """Per cell brought home: seconds from packing to the host's archive dropped, and the archive's bytes."""
+    seconds, sizes, start = [], [], None
+    for task in tasks:
+        name, times = task["task"]["name"].split(" : ", 1)[-1], task["task"]["duration"]
+        if name.startswith("Results home | pack"):
+            start = _moment(times["start"])
+            sizes.extend(result["bytes"] for result in task["hosts"].values() if "bytes" in result)
+        elif name.startswith("Results home | drop the host's archive") and start is not None:
+            seconds.append(_moment(times["end"]) - start)
+            start = None
+    return seconds, sizes
+
+
+def fleet() -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    from remote_hosts import RemoteHost, write_inventory
+
+    base = Path(tempfile.mkdtemp(prefix="innomatrix-bench-fleet-", dir="/var/tmp"))
+    base.chmod(0o755)
+    knobs = base / "knobs.yml"
+    knobs.write_text(yaml.safe_dump({**FLEET_KNOBS, "results_dir": str(base / "results"),
+                                     "preflight_secrets_dir": str(base / "secrets")}))
+    remote = RemoteHost(base, "bench-remote")
+    try:
+        inventory = base / "inventory"
+        inventory.mkdir()
+        (inventory / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
+        write_inventory(inventory / "hosts.yml", {"bench-remote": remote})
+        local_extra = ["-e", f"preflight_state_dir={base}/state", "-e", f"preflight_mountpoint={base}/mnt",
+                       "-e", f"preflight_demo_file={base}/disk.img", "-e", "preflight_demo_size=2G",
+                       "-e", "preflight_port=3399"]
+        runs = {
+            "localhost": play("-e", f"@{knobs}", "-e", "run_name=local", *local_extra,
+                              playbook=[PLAYBOOK[0], "matrix.yml"]),
+            "remote over SSH": play("-e", f"@{knobs}", "-e", "run_name=remote",
+                                    playbook=[PLAYBOOK[0], "-i", str(inventory / "hosts.yml"), "matrix.yml"]),
+        }
+        for name, tasks in runs.items():
+            costs = fixed_costs(tasks, FLEET_KNOBS["warmup"], FLEET_KNOBS["duration"])
+            seconds, sizes = homecoming(tasks)
+            print(f"{name}: fixed cost per cell median {statistics.median(costs):.2f} s over {len(costs)} cells "
+                  f"(min {min(costs):.2f}, max {max(costs):.2f}); bringing a cell home: median "
+                  f"{statistics.median(seconds):.2f} s, {statistics.median(sizes) / 1024:.0f} KiB packed")
+    finally:
+        remote.close()
+        subprocess.run(["umount", str(base / "mnt")], capture_output=True)
+        found = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", str(base / "disk.img")], capture_output=True, text=True)
+        for device in found.stdout.split():
+            subprocess.run(["losetup", "-d", device], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
 if __name__ == "__main__":
     parts = sys.argv[1:] or ["matrix", "fidelity"]
     if "matrix" in parts:
         figures_from_matrix()
     if "fidelity" in parts:
         fidelity()
+    if "fleet" in parts:
+        fleet()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
@@ -45,6 +46,21 @@ def innomatrix_outcomes(the_plan: dict, run_dir: str) -> dict:
     return results.outcomes(the_plan, run_dir)
 
 
+def innomatrix_unfinished(gone: list) -> list[str]:
+    """One line per host that left the play, from [host, its preflight_facts] pairs: the cells of
+    its plan without a finished trial in the controller's tree, or that it never got a plan."""
+    lines = []
+    for host, facts in gone:
+        plan = facts.get("plan") if isinstance(facts, Mapping) else None
+        if not plan:
+            lines.append(f"{host} did not finish: it stopped before it had a plan")
+            continue
+        failed = results.outcomes(plan, facts["settings"]["run_dir"])["failed"]
+        lines.append(f"{host} did not finish: {len(failed)} cell(s) without a finished trial"
+                     + (f": {'; '.join(failed)}" if failed else ""))
+    return lines
+
+
 def innomatrix_known_options(help_text: str) -> list[str]:
     return sorted(mycnf.known_options(help_text))
 
@@ -72,6 +88,7 @@ class FilterModule:
             "innomatrix_plan_lines": innomatrix_plan_lines,
             "innomatrix_known_options": innomatrix_known_options,
             "innomatrix_outcomes": innomatrix_outcomes,
+            "innomatrix_unfinished": innomatrix_unfinished,
             "innomatrix_commit": innomatrix_commit,
             "innomatrix_progress": innomatrix_progress,
         }

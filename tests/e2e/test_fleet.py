@@ -2,7 +2,8 @@
 with its own loop device, reached as a non-root user with sudo (remote_hosts.py).
 
 Every cell is written on its host and brought home to the controller's results tree, which the
-rerun decides from; the report compares the two hosts. Tests run in file order.
+rerun decides from; the report compares the two hosts; a host lost mid-matrix holds no other back.
+Tests run in file order.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, trials_of
+from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, snapshot, trials_of
 from remote_hosts import RemoteHost, needs_podman, write_inventory
 
 pytestmark = [*NEEDS_ROOT, needs_podman]
@@ -60,6 +62,11 @@ class Fleet:
                               env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
         (self.base / "last-play.log").write_text(done.stdout + done.stderr)
         return done
+
+    def start(self, *extra: str) -> subprocess.Popen:
+        argv = [str(PLAYBOOK), "-i", str(self.inventory), "matrix.yml", "-e", f"@{self.knobs}", *extra]
+        return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
 
     def password(self, host: str) -> str:
         return (self.base / "secrets" / f"{host}-bench.password").read_text().strip()
@@ -126,6 +133,55 @@ def test_the_rerun_is_decided_on_the_controller_and_runs_nothing(fleet):
     ok(done)
     assert "2 cells: 0 to run, 2 already finished" in done.stdout
     assert {path: (fleet.run_dir / path / "trial.json").read_bytes() for path in trials_of(fleet.run_dir)} == before
+
+
+def test_check_mode_against_both_hosts_changes_nothing_on_either(fleet):
+    def state() -> tuple:
+        listing = f"find {STATE_DIR} /mnt/innomatrix-fleet -printf '%p %s %T@\\n' | sort"
+        hosts = tuple(host.exec(["sh", "-c", listing]).stdout for host in fleet.hosts.values())
+        return snapshot(fleet.results), hosts
+
+    before = state()
+    done = fleet.play("--check", "-e", "run_name=fleet-check")
+    ok(done)
+    for host in HOSTS:
+        assert f"{host}/xfs/oltp/A/bp-64M/t2/r1" in done.stdout
+    assert done.stdout.count("would format") == 2
+    assert state() == before
+
+
+def test_a_lost_host_holds_no_other_back_and_the_rerun_runs_only_its_cells(fleet):
+    run_dir, lost = fleet.results / "fleet-loss", fleet.hosts["bench-b"]
+    argv = ["-e", "run_name=fleet-loss", "-e", "repeats=2"]
+    playing = fleet.start(*argv)
+    deadline = time.monotonic() + 900
+    while not list(run_dir.glob("bench-b/*/*/*/bp-*/t*/r*/trial.json")):
+        assert playing.poll() is None and time.monotonic() < deadline, "bench-b never brought a cell home"
+        time.sleep(0.5)
+    lost.stop_sshd()
+    out, _ = playing.communicate(timeout=1800)
+    (fleet.base / "lost-play.log").write_text(out)
+    assert playing.returncode != 0
+    assert "UNREACHABLE" in out and "bench-b did not finish:" in out
+    trials = trials_of(run_dir)
+    kept = {path: (run_dir / path / "trial.json").read_bytes() for path in trials}
+    on = {host: sorted(path for path in trials if path.startswith(host + "/")) for host in HOSTS}
+    # The other host ran all its cells; the lost one's finished cells were home before it went.
+    assert len(on["bench-a"]) == 4 and all(trials[path]["status"] == "ok" for path in on["bench-a"])
+    assert 1 <= len(on["bench-b"]) < 4
+    lost.start_sshd()
+    # Back: whatever the cut connection left running on the host ends by itself first.
+    deadline = time.monotonic() + 300
+    while [line for line in lost.processes() if "mariadbd" in line or "sysbench" in line or "AnsiballZ" in line]:
+        assert time.monotonic() < deadline, lost.processes()
+        time.sleep(1)
+    done = fleet.play(*argv)
+    ok(done)
+    assert "4 cells: 0 to run, 4 already finished" in done.stdout
+    assert f"4 cells: {4 - len(on['bench-b'])} to run, {len(on['bench-b'])} already finished" in done.stdout
+    trials = trials_of(run_dir)
+    assert len(trials) == 8 and all(trial["status"] == "ok" for trial in trials.values())
+    assert {path: (run_dir / path / "trial.json").read_bytes() for path in kept} == kept
 
 
 def test_no_stray_process_and_no_secret_anywhere(fleet):

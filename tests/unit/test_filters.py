@@ -77,6 +77,7 @@ def test_the_filters_ansible_sees() -> None:
         "innomatrix_plan_lines": filters.innomatrix_plan_lines,
         "innomatrix_known_options": filters.innomatrix_known_options,
         "innomatrix_outcomes": filters.innomatrix_outcomes,
+        "innomatrix_unfinished": filters.innomatrix_unfinished,
         "innomatrix_commit": filters.innomatrix_commit,
         "innomatrix_progress": filters.innomatrix_progress,
     }
@@ -273,6 +274,19 @@ def test_innomatrix_outcomes_is_the_package_outcomes(tmp_path: Path) -> None:
         "lines": [f"{'ext4/oltp/A/bp-64M/t4/r1':<40} {'-':>14} {'-':>14}  missing (no trial.json was recorded)"],
         "failed": ["ext4/oltp/A/bp-64M/t4/r1: no trial.json was recorded"],
     }
+
+
+def test_innomatrix_unfinished_names_each_gone_host_and_its_cells(tmp_path: Path) -> None:
+    the_plan = plan.expand({**KNOBS, "filesystems": "ext4", "variants": "A", "bp_sizes": "64M,128M"}, real_context(), {})
+    done = the_plan["cells"][0]
+    (tmp_path / done["path"]).mkdir(parents=True)
+    (tmp_path / done["path"] / "trial.json").write_text(json.dumps({"key": done["key"], "status": "ok"}))
+    facts = {"plan": the_plan, "settings": {"run_dir": str(tmp_path)}}
+    assert filters.innomatrix_unfinished([["db1", facts], ["db2", None]]) == [
+        "db1 did not finish: 1 cell(s) without a finished trial: ext4/oltp/A/bp-128M/t4/r1: no trial.json was recorded",
+        "db2 did not finish: it stopped before it had a plan",
+    ]
+    assert filters.innomatrix_unfinished([]) == []
 
 
 def test_innomatrix_commit_outside_a_checkout(tmp_path: Path) -> None:

@@ -205,8 +205,15 @@ def test_demo_knobs_are_documented_knobs() -> None:
 
 
 def play_roles() -> dict[str, dict[str, Any]]:
-    (play,) = load(PLAYBOOK)
-    return {entry["role"]: entry.get("vars") or {} for entry in play["roles"]}
+    """Each role the playbook's plays run (as a role or an include_role), with the vars it gets."""
+    found: dict[str, dict[str, Any]] = {}
+    for play in load(PLAYBOOK):
+        for entry in play.get("roles") or []:
+            found.setdefault(entry["role"], {}).update(entry.get("vars") or {})
+        for task in play.get("tasks") or []:
+            if "ansible.builtin.include_role" in task:
+                found.setdefault(task["ansible.builtin.include_role"]["name"], {}).update(task.get("vars") or {})
+    return found
 
 
 def jinja_names(node: Any) -> set[str]:
