@@ -66,11 +66,12 @@ def innomatrix_known_options(help_text: str) -> list[str]:
 
 
 def innomatrix_progress(cell: dict, started_epoch: float, finished_cells: int) -> str:
-    """`cell k/N id | elapsed | ETA`, the ETA from the cells measured so far or from the plan."""
+    """`host cell k/N id | elapsed | ETA`, the ETA from the cells measured so far or from the plan;
+    the host leads, since several hosts announce their cells at once."""
     elapsed = time.time() - float(started_epoch)
     remaining = cell["total"] - cell["index"] + 1
     per_cell = elapsed / finished_cells if finished_cells else cell["warmup"] + cell["duration"] + 5
-    return (f"cell {cell['index']}/{cell['total']} {cell['id']} | elapsed {_clock(elapsed)} | "
+    return (f"{cell['host']} cell {cell['index']}/{cell['total']} {cell['id']} | elapsed {_clock(elapsed)} | "
             f"ETA {_clock(per_cell * remaining)}")
 
 

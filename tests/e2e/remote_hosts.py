@@ -14,12 +14,15 @@ close() removes exactly those two; the caller removes the base directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -285,3 +288,20 @@ def write_inventory(path: Path, hosts: dict[str, RemoteHost]) -> None:
     """A YAML inventory with every host in group `bench`, the group matrix.yml plays on."""
     inventory = {"all": {"children": {"bench": {"hosts": {name: host.inventory_vars() for name, host in hosts.items()}}}}}
     Path(path).write_text(yaml.safe_dump(inventory, sort_keys=False))
+
+
+@contextlib.contextmanager
+def remote_hosts(prefix: str, names: tuple[str, ...]) -> Iterator[tuple[Path, dict[str, RemoteHost]]]:
+    """A fresh base directory under /var/tmp (mode 0755: mysqld must reach its socket) and one
+    RemoteHost per name in it; every host closed and the directory removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    base.chmod(0o755)
+    hosts: dict[str, RemoteHost] = {}
+    try:
+        for name in names:
+            hosts[name] = RemoteHost(base, name)
+        yield base, hosts
+    finally:
+        for host in hosts.values():
+            host.close()
+        shutil.rmtree(base, ignore_errors=True)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import pytest
 import yaml
 
 from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, snapshot, trials_of
-from remote_hosts import RemoteHost, needs_podman, write_inventory
+from remote_hosts import RemoteHost, needs_podman, remote_hosts, write_inventory
 
 pytestmark = [*NEEDS_ROOT, needs_podman]
 
@@ -74,17 +72,8 @@ class Fleet:
 
 @pytest.fixture(scope="module")
 def fleet():
-    base = Path(tempfile.mkdtemp(prefix="innomatrix-fleet-", dir="/var/tmp"))
-    base.chmod(0o755)
-    hosts: dict[str, RemoteHost] = {}
-    try:
-        for name in HOSTS:
-            hosts[name] = RemoteHost(base, name)
+    with remote_hosts("innomatrix-fleet-", HOSTS) as (base, hosts):
         yield Fleet(base, hosts)
-    finally:
-        for host in hosts.values():
-            host.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):

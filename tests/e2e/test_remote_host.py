@@ -7,16 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from e2e_env import NEEDS_ROOT, ROOT
-from remote_hosts import PREFIX, RemoteHost, needs_podman, our_containers, write_inventory
+from remote_hosts import PREFIX, RemoteHost, needs_podman, our_containers, remote_hosts, write_inventory
 
 pytestmark = [*NEEDS_ROOT, needs_podman]
 
@@ -41,18 +39,9 @@ class Pair:
 
 @pytest.fixture(scope="module")
 def pair():
-    base = Path(tempfile.mkdtemp(prefix="innomatrix-e2e-rh-", dir="/var/tmp"))
-    base.chmod(0o755)
-    hosts: dict[str, RemoteHost] = {}
-    try:
-        started = time.monotonic()
-        for name in HOSTS:
-            hosts[name] = RemoteHost(base, name)
+    started = time.monotonic()
+    with remote_hosts("innomatrix-e2e-rh-", HOSTS) as (base, hosts):
         yield Pair(base, hosts, time.monotonic() - started)
-    finally:
-        for host in hosts.values():
-            host.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def by_host(done: subprocess.CompletedProcess) -> dict[str, str]:

@@ -307,17 +307,17 @@ def test_innomatrix_commit_of_the_suite() -> None:
     assert commit.startswith(inside.stdout.strip()[:7])
 
 
-CELL = {"index": 2, "total": 5, "id": "ext4/oltp/A/bp-64M/t4/r1", "warmup": 10, "duration": 30}
+CELL = {"host": "db1", "index": 2, "total": 5, "id": "ext4/oltp/A/bp-64M/t4/r1", "warmup": 10, "duration": 30}
 
 
 @pytest.mark.parametrize(
     ("elapsed", "finished_cells", "expected"),
     [
         # Measured so far: 90 s for one cell; this one and three more remain.
-        (90, 1, "cell 2/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 1m30s | ETA 6m00s"),
+        (90, 1, "db1 cell 2/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 1m30s | ETA 6m00s"),
         # Nothing measured yet: warmup + duration + 5 s per cell.
-        (7, 0, "cell 2/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 0m07s | ETA 3m00s"),
-        (3725, 2, "cell 2/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 1h02m05s | ETA 2h04m10s"),
+        (7, 0, "db1 cell 2/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 0m07s | ETA 3m00s"),
+        (3725, 2, "db1 cell 2/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 1h02m05s | ETA 2h04m10s"),
     ],
 )
 def test_innomatrix_progress(monkeypatch: pytest.MonkeyPatch, elapsed: int, finished_cells: int,
@@ -331,7 +331,7 @@ def test_innomatrix_progress(monkeypatch: pytest.MonkeyPatch, elapsed: int, fini
 def test_innomatrix_progress_of_the_last_cell(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(filters.time, "time", lambda: 500.0)
     last = {**CELL, "index": 5}
-    assert filters.innomatrix_progress(last, 440.0, 4) == "cell 5/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 1m00s | ETA 0m15s"
+    assert filters.innomatrix_progress(last, 440.0, 4) == "db1 cell 5/5 ext4/oltp/A/bp-64M/t4/r1 | elapsed 1m00s | ETA 0m15s"
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0m00s"), (59.9, "0m59s"), (60, "1m00s"), (3599, "59m59s"),
