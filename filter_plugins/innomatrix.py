@@ -31,6 +31,10 @@ def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dic
         raise AnsibleFilterError(str(exc)) from None
 
 
+def innomatrix_detach(cell: dict, grace: int) -> dict:
+    return plan.detachment(cell, grace)
+
+
 def innomatrix_plan_lines(the_plan: dict) -> list[str]:
     return plan.describe(the_plan)
 
@@ -87,6 +91,7 @@ class FilterModule:
             "innomatrix_plan": innomatrix_plan,
             "innomatrix_check_knobs": innomatrix_check_knobs,
             "innomatrix_plan_lines": innomatrix_plan_lines,
+            "innomatrix_detach": innomatrix_detach,
             "innomatrix_known_options": innomatrix_known_options,
             "innomatrix_outcomes": innomatrix_outcomes,
             "innomatrix_unfinished": innomatrix_unfinished,

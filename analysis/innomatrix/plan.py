@@ -28,6 +28,13 @@ OLTP_BYTES_PER_ROW = 250
 TPCC_BYTES_PER_WAREHOUSE = 100 << 20
 SYSTEM_TABLESPACE_BYTES = 128 << 20
 BASE_REDO_BYTES = 2 << 30  # base.cnf: 2 × 1G
+# A remote trial runs detached (Ansible async) and is polled: about this many polls a trial, never
+# more often than every MIN_POLL seconds (each poll is an SSH login and a Python start on the host
+# under test) nor less often than every MAX_POLL (the cell's result waits for the next poll).
+POLLS_PER_TRIAL = 20
+MIN_POLL, MAX_POLL = 2, 60
+# Restoring the dataset, starting and stopping the server take time beyond warmup + duration.
+MIN_RECONNECT_GRACE = 60
 
 
 class PlanError(ValueError):
@@ -111,6 +118,10 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     interval = k.positive_int("report_interval", knobs.get("report_interval", DEFAULT_REPORT_INTERVAL))
     if interval > duration:
         raise PlanError(f"report_interval={interval} is longer than duration={duration}; nothing would be measured")
+    grace = k.non_negative_int("reconnect_grace", knobs.get("reconnect_grace", 3600))
+    if grace < MIN_RECONNECT_GRACE:
+        raise PlanError(f"reconnect_grace={grace} leaves a remote trial no time to restore its dataset and start its "
+                        f"server; give at least {MIN_RECONNECT_GRACE} seconds")
     overrides = knobs.get("mycnf_overrides") or {}
     if not isinstance(overrides, dict):
         raise PlanError("mycnf_overrides must map option names to values")
@@ -139,6 +150,7 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "warmup": warmup,
         "duration": duration,
         "report_interval": interval,
+        "reconnect_grace": grace,
         "oltp": {
             "tables": k.positive_int("oltp_tables", knobs.get("oltp_tables")),
             "table_size": k.positive_int("oltp_table_size", knobs.get("oltp_table_size")),
@@ -150,6 +162,15 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},
         "force": k.truthy(knobs.get("force", False)),
     }
+
+
+def detachment(cell: dict[str, Any], grace: int) -> dict[str, int]:
+    """How a trial on a host reached over SSH runs detached from its connection (Ansible async):
+    `seconds` it may take in all, after which it is stopped and counted lost, and `poll`, the
+    seconds between the controller's looks at it. A look that cannot reach the host is retried at
+    the next poll, so a dropped connection costs the trial nothing while it is back in time."""
+    planned = int(cell["warmup"]) + int(cell["duration"])
+    return {"seconds": planned + int(grace), "poll": min(MAX_POLL, max(MIN_POLL, planned // POLLS_PER_TRIAL))}
 
 
 def _tpcc(knobs: dict[str, Any]) -> dict[str, int]:

@@ -45,6 +45,8 @@ class Fleet:
             "filesystems": ["xfs"], "variants": ["A"], "bp_sizes": ["64M", "128M"], "threads": [2],
             "warmup": 2, "duration": 4, "report_interval": 1, "oltp_tables": 2, "oltp_table_size": 5000,
             "run_name": "fleet", "results_dir": str(self.results),
+            # A host lost in the middle of a trial is given up a minute after the trial's end.
+            "reconnect_grace": 60,
             "mycnf_overrides": {"innodb_log_file_size": "48M"},
             "preflight_state_dir": STATE_DIR, "preflight_secrets_dir": str(base / "secrets"),
             "preflight_mountpoint": "/mnt/innomatrix-fleet",
@@ -171,6 +173,34 @@ def test_a_lost_host_holds_no_other_back_and_the_rerun_runs_only_its_cells(fleet
     trials = trials_of(run_dir)
     assert len(trials) == 8 and all(trial["status"] == "ok" for trial in trials.values())
     assert {path: (run_dir / path / "trial.json").read_bytes() for path in kept} == kept
+
+
+def test_a_trial_survives_a_dropped_connection_and_comes_home_when_the_host_is_back(fleet):
+    run_dir, host = fleet.results / "fleet-drop", fleet.hosts["bench-a"]
+    playing = fleet.start("--limit", "bench-a", "-e", "run_name=fleet-drop", "-e", "bp_sizes=64M",
+                          "-e", "duration=20")
+
+    def driving() -> bool:
+        return any("sysbench" in line and line.endswith(" run") for line in host.processes())
+
+    deadline = time.monotonic() + 600
+    while not driving():
+        assert playing.poll() is None and time.monotonic() < deadline, "the trial never started"
+        time.sleep(0.5)
+    time.sleep(2)
+    # Every SSH session ends, the controller's polls among them, for longer than several polls.
+    host.stop_sshd()
+    time.sleep(8)
+    assert driving(), "the trial ended with its connection"
+    host.start_sshd()
+    out, _ = playing.communicate(timeout=900)
+    (fleet.base / "drop-play.log").write_text(out)
+    assert playing.returncode == 0, out[-3000:]
+    trials = trials_of(run_dir)
+    assert list(trials) == ["bench-a/xfs/oltp/A/bp-64M/t2/r1"]
+    trial = trials["bench-a/xfs/oltp/A/bp-64M/t2/r1"]
+    assert trial["status"] == "ok", trial["reasons"]
+    assert trial["summary"]["intervals_measured"] >= 18
 
 
 def test_no_stray_process_and_no_secret_anywhere(fleet):

@@ -75,6 +75,7 @@ def test_the_filters_ansible_sees() -> None:
         "innomatrix_plan": filters.innomatrix_plan,
         "innomatrix_check_knobs": filters.innomatrix_check_knobs,
         "innomatrix_plan_lines": filters.innomatrix_plan_lines,
+        "innomatrix_detach": filters.innomatrix_detach,
         "innomatrix_known_options": filters.innomatrix_known_options,
         "innomatrix_outcomes": filters.innomatrix_outcomes,
         "innomatrix_unfinished": filters.innomatrix_unfinished,

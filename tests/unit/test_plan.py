@@ -124,6 +124,7 @@ def test_normalise_gives_the_canonical_form() -> None:
         "warmup": 0,
         "duration": 60,
         "report_interval": 1,
+        "reconnect_grace": 3600,
         "oltp": {"tables": 8, "table_size": 1000, "rand_type": "pareto", "percentile": 95},
         "tpcc": None,
         "fileio": None,
@@ -224,6 +225,13 @@ BAD_KNOBS = [
         "report_interval=61 is longer than duration=60; nothing would be measured",
     ),
     ({"report_interval": 0}, KnobError, "report_interval=0 must be a whole number above zero"),
+    (
+        {"reconnect_grace": 59},
+        PlanError,
+        "reconnect_grace=59 leaves a remote trial no time to restore its dataset and start its server; "
+        "give at least 60 seconds",
+    ),
+    ({"reconnect_grace": "1h"}, KnobError, "reconnect_grace='1h' is not a number; give a whole number of zero or more"),
     ({"repeats": 0}, KnobError, "repeats=0 must be a whole number above zero"),
     ({"oltp_tables": "x"}, KnobError, "oltp_tables='x' is not a number; give a whole number above zero"),
     ({"oltp_table_size": -10}, KnobError, "oltp_table_size=-10 must be a whole number above zero"),
@@ -414,6 +422,24 @@ def test_keys_are_golden() -> None:
         ("db1/xfs/oltp/A/bp-64M/t4/r1", "3fea6fcf4c8056a7", "a0e289c7be768971"),
         ("db1/xfs/oltp/B/bp-64M/t4/r1", "7bc4aa64d713152e", "a0e289c7be768971"),
     ]
+
+
+# ---------------------------------------------------------------- detached trials
+
+
+@pytest.mark.parametrize(("warmup", "duration", "grace", "seconds", "poll"), [
+    (3600, 7200, 3600, 14400, 60),  # the seeds' trials: a look a minute
+    (30, 60, 600, 690, 4),          # about 20 looks a trial
+    (2, 4, 60, 66, 2),              # never more often than every 2 s
+])
+def test_a_detached_trial_may_take_its_length_and_the_grace(warmup, duration, grace, seconds, poll) -> None:
+    assert plan.detachment({"warmup": warmup, "duration": duration}, grace) == {"seconds": seconds, "poll": poll}
+
+
+def test_the_key_of_a_cell_does_not_depend_on_the_grace() -> None:
+    keys = [[cell["key"] for cell in plan.expand(knobs(reconnect_grace=grace), CTX, {})["cells"]]
+            for grace in (60, 7200)]
+    assert keys[0] == keys[1]
 
 
 # ---------------------------------------------------------------- keys
