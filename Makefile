@@ -61,7 +61,7 @@ bench: root venv
 	$(BIN)/python bench/figures.py
 
 # make molecule: each role's Molecule scenario and the whole matrix once, in podman containers
-# of Debian 12 images built here (tests/molecule/image.sh: rebuilt only when the script or the
+# of Debian 12 and 13 images built here (tests/molecule/image.sh: rebuilt only when the script or the
 # host's mirror changes). Scenarios run MOLECULE_JOBS at a time; logs and the seconds each took
 # go to .make/molecule/.
 .PHONY: molecule

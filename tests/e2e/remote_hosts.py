@@ -1,8 +1,10 @@
-"""Real remote benchmark hosts for the end-to-end tests: podman containers of the
-bookworm-bench image (tests/molecule/image.sh), reached over real SSH on 127.0.0.1 as a
-non-root user (`bench`) with passwordless sudo, each with its own loop device.
+"""Real remote benchmark hosts for the end-to-end tests: podman containers of a Debian release's
+bench image (tests/molecule/image.sh: bookworm-bench with MariaDB 10.11, trixie-bench with 11.8),
+reached over real SSH on 127.0.0.1 as a non-root user (`bench`) with passwordless sudo, each
+with its own loop device.
 
     host = RemoteHost(base, "bench-a")     # base: a per-test directory under /var/tmp, mode 0755
+    host = RemoteHost(base, "bench-b", release="trixie")
     write_inventory(base / "hosts.yml", {"bench-a": host})
     ...                                    # ansible-playbook -i base/hosts.yml matrix.yml
     host.close()
@@ -31,7 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_SCRIPT = ROOT / "tests" / "molecule" / "image.sh"
 CONTAINERS_CONF = ROOT / "tests" / "molecule" / "containers.conf"
-IMAGE = "localhost/innomatrix-molecule:bookworm-bench"
+IMAGE = "localhost/innomatrix-molecule:{release}-bench"
 PREFIX = f"innomatrix-e2e-{os.getpid()}-"
 USER = "bench"
 PORTS = range(35000, 36000)
@@ -103,10 +105,11 @@ def ssh_key(base: Path) -> Path:
 
 
 class RemoteHost:
-    def __init__(self, base: Path, name: str):
+    def __init__(self, base: Path, name: str, release: str = "bookworm"):
         ensure_images()
         self.base = Path(base)
         self.name = name
+        self.image = IMAGE.format(release=release)
         self.container = PREFIX + name
         self.key = ssh_key(self.base)
         self.disk = self.base / f"{name}.disk"
@@ -149,7 +152,7 @@ class RemoteHost:
                 "--init",
                 "--name", self.container, "--hostname", self.name,
                 "-p", f"127.0.0.1:{port}:22",
-                IMAGE, "sleep", "infinity", check=False)
+                self.image, "sleep", "infinity", check=False)
             if done.returncode == 0:
                 self.port = port
                 _ports_taken.add(port)
@@ -291,15 +294,16 @@ def write_inventory(path: Path, hosts: dict[str, RemoteHost]) -> None:
 
 
 @contextlib.contextmanager
-def remote_hosts(prefix: str, names: tuple[str, ...]) -> Iterator[tuple[Path, dict[str, RemoteHost]]]:
+def remote_hosts(prefix: str, releases: dict[str, str]) -> Iterator[tuple[Path, dict[str, RemoteHost]]]:
     """A fresh base directory under /var/tmp (mode 0755: mysqld must reach its socket) and one
-    RemoteHost per name in it; every host closed and the directory removed afterwards."""
+    RemoteHost per name in it, of its Debian release ({name: release}); every host closed and the
+    directory removed afterwards."""
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     base.chmod(0o755)
     hosts: dict[str, RemoteHost] = {}
     try:
-        for name in names:
-            hosts[name] = RemoteHost(base, name)
+        for name, release in releases.items():
+            hosts[name] = RemoteHost(base, name, release)
         yield base, hosts
     finally:
         for host in hosts.values():

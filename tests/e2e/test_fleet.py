@@ -1,4 +1,5 @@
-"""Two remote benchmark hosts at once, over real SSH: podman containers on 127.0.0.1 ports, each
+"""Two remote benchmark hosts at once (Debian 12 with MariaDB 10.11, Debian 13 with MariaDB 11.8),
+over real SSH: podman containers on 127.0.0.1 ports, each
 with its own loop device, reached as a non-root user with sudo (remote_hosts.py).
 
 Every cell is written on its host and brought home to the controller's results tree, which the
@@ -23,7 +24,10 @@ from remote_hosts import RemoteHost, needs_podman, remote_hosts, write_inventory
 
 pytestmark = [*NEEDS_ROOT, needs_podman]
 
-HOSTS = ("bench-a", "bench-b")
+# Heterogeneous hosts: Debian 12 with MariaDB 10.11, Debian 13 with MariaDB 11.8.
+RELEASES = {"bench-a": "bookworm", "bench-b": "trixie"}
+SERVERS = {"bench-a": "10.11.", "bench-b": "11.8."}
+HOSTS = tuple(RELEASES)
 CELLS = ("xfs/oltp/A/bp-64M/t2/r1", "xfs/oltp/A/bp-128M/t2/r1")
 STATE_DIR = "/var/lib/innomatrix-fleet"
 
@@ -74,7 +78,7 @@ class Fleet:
 
 @pytest.fixture(scope="module")
 def fleet():
-    with remote_hosts("innomatrix-fleet-", HOSTS) as (base, hosts):
+    with remote_hosts("innomatrix-fleet-", RELEASES) as (base, hosts):
         yield Fleet(base, hosts)
 
 
@@ -88,10 +92,12 @@ def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):
         assert trial["status"] == "ok", (path, trial["reasons"])
         assert trial["cell"]["host"] == host and trial["summary"]["throughput_median"] > 0
         assert trial["device"]["path"] == fleet.hosts[host].device
-        # The server on that host ran the my.cnf the plan rendered for it, and started.
-        assert trial["server"]["version"].startswith("10.11.")
+        # The server on that host ran the my.cnf the plan rendered for its own server version,
+        # and started.
+        assert trial["server"]["version"].startswith(SERVERS[host]), trial["server"]
         directory = fleet.run_dir / path
-        assert "innodb_buffer_pool_size" in (directory / "my.cnf").read_text()
+        mycnf = (directory / "my.cnf").read_text()
+        assert f"for mariadb {SERVERS[host]}" in mycnf and "innodb_buffer_pool_size" in mycnf
         assert (directory / "variables.txt").stat().st_size > 0
     for host in HOSTS:
         records = fleet.run_dir / host
