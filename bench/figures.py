@@ -8,7 +8,8 @@
    collectors ÷ without them. Each in ABBA order, 6 pairs, with a 95 % interval.
 4. Fleet (`figures.py fleet`): the fixed cost per cell of one small matrix (4 cells) run on
    localhost and on a remote host over SSH (a podman container, tests/e2e/remote_hosts.py), and
-   the seconds and bytes it takes to bring one cell home (pack, fetch, check and publish).
+   the seconds and bytes it takes to bring one cell home (pack, fetch, check and publish); and
+   the wall time of that matrix on two remote hosts at once ÷ on one of them alone.
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -198,29 +200,42 @@ def fleet() -> None:
     knobs = base / "knobs.yml"
     knobs.write_text(yaml.safe_dump({**FLEET_KNOBS, "results_dir": str(base / "results"),
                                      "preflight_secrets_dir": str(base / "secrets")}))
-    remote = RemoteHost(base, "bench-remote")
+    remotes: dict[str, RemoteHost] = {}
     try:
+        for name in ("bench-one", "bench-two"):
+            remotes[name] = RemoteHost(base, name)
         inventory = base / "inventory"
         inventory.mkdir()
         (inventory / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
-        write_inventory(inventory / "hosts.yml", {"bench-remote": remote})
+        write_inventory(inventory / "one.yml", {"bench-one": remotes["bench-one"]})
+        write_inventory(inventory / "two.yml", remotes)
         local_extra = ["-e", f"preflight_state_dir={base}/state", "-e", f"preflight_mountpoint={base}/mnt",
                        "-e", f"preflight_demo_file={base}/disk.img", "-e", "preflight_demo_size=2G",
                        "-e", "preflight_port=3399"]
-        runs = {
-            "localhost": play("-e", f"@{knobs}", "-e", "run_name=local", *local_extra,
-                              playbook=[PLAYBOOK[0], "matrix.yml"]),
-            "remote over SSH": play("-e", f"@{knobs}", "-e", "run_name=remote",
-                                    playbook=[PLAYBOOK[0], "-i", str(inventory / "hosts.yml"), "matrix.yml"]),
+        plays = {
+            "localhost": ["-e", "run_name=local", *local_extra],
+            "one remote host over SSH": ["-i", str(inventory / "one.yml"), "-e", "run_name=one"],
+            "two remote hosts at once": ["-i", str(inventory / "two.yml"), "-e", "run_name=two"],
         }
-        for name, tasks in runs.items():
+        walls = {}
+        for name, extra in plays.items():
+            started = time.monotonic()
+            tasks = play(*extra, "-e", f"@{knobs}", playbook=[PLAYBOOK[0], "matrix.yml"])
+            walls[name] = time.monotonic() - started
+            if name == "two remote hosts at once":
+                break  # two hosts' tasks share the records: their per-cell spans would mix
             costs = fixed_costs(tasks, FLEET_KNOBS["warmup"], FLEET_KNOBS["duration"])
             seconds, sizes = homecoming(tasks)
             print(f"{name}: fixed cost per cell median {statistics.median(costs):.2f} s over {len(costs)} cells "
                   f"(min {min(costs):.2f}, max {max(costs):.2f}); bringing a cell home: median "
                   f"{statistics.median(seconds):.2f} s, {statistics.median(sizes) / 1024:.0f} KiB packed")
+        for name, wall in walls.items():
+            print(f"{name}: whole playbook {wall:.0f} s")
+        print(f"two hosts at once ÷ one host, wall time: "
+              f"{walls['two remote hosts at once'] / walls['one remote host over SSH']:.2f}")
     finally:
-        remote.close()
+        for remote in remotes.values():
+            remote.close()
         subprocess.run(["umount", str(base / "mnt")], capture_output=True)
         found = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", str(base / "disk.img")], capture_output=True, text=True)
         for device in found.stdout.split():
