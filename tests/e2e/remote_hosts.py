@@ -5,6 +5,7 @@ with its own loop device.
 
     host = RemoteHost(base, "bench-a")     # base: a per-test directory under /var/tmp, mode 0755
     host = RemoteHost(base, "bench-b", release="trixie")
+    host = RemoteHost(base, "db-c", release="trixie", kind="mysql")   # MySQL 9.7 installed, no sysbench
     write_inventory(base / "hosts.yml", {"bench-a": host})
     ...                                    # ansible-playbook -i base/hosts.yml matrix.yml
     host.close()
@@ -33,7 +34,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_SCRIPT = ROOT / "tests" / "molecule" / "image.sh"
 CONTAINERS_CONF = ROOT / "tests" / "molecule" / "containers.conf"
-IMAGE = "localhost/innomatrix-molecule:{release}-bench"
+IMAGE = "localhost/innomatrix-molecule:{release}-{kind}"
 PREFIX = f"innomatrix-e2e-{os.getpid()}-"
 USER = "bench"
 PORTS = range(35000, 36000)
@@ -105,11 +106,11 @@ def ssh_key(base: Path) -> Path:
 
 
 class RemoteHost:
-    def __init__(self, base: Path, name: str, release: str = "bookworm"):
+    def __init__(self, base: Path, name: str, release: str = "bookworm", kind: str = "bench"):
         ensure_images()
         self.base = Path(base)
         self.name = name
-        self.image = IMAGE.format(release=release)
+        self.image = IMAGE.format(release=release, kind=kind)
         self.container = PREFIX + name
         self.key = ssh_key(self.base)
         self.disk = self.base / f"{name}.disk"
@@ -294,16 +295,16 @@ def write_inventory(path: Path, hosts: dict[str, RemoteHost]) -> None:
 
 
 @contextlib.contextmanager
-def remote_hosts(prefix: str, releases: dict[str, str]) -> Iterator[tuple[Path, dict[str, RemoteHost]]]:
+def remote_hosts(prefix: str, releases: dict[str, str], kind: str = "bench") -> Iterator[tuple[Path, dict[str, RemoteHost]]]:
     """A fresh base directory under /var/tmp (mode 0755: mysqld must reach its socket) and one
-    RemoteHost per name in it, of its Debian release ({name: release}); every host closed and the
-    directory removed afterwards."""
+    RemoteHost per name in it, of its Debian release ({name: release}) and the image kind; every
+    host closed and the directory removed afterwards."""
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     base.chmod(0o755)
     hosts: dict[str, RemoteHost] = {}
     try:
         for name, release in releases.items():
-            hosts[name] = RemoteHost(base, name, release)
+            hosts[name] = RemoteHost(base, name, release, kind)
         yield base, hosts
     finally:
         for host in hosts.values():

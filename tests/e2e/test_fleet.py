@@ -101,7 +101,11 @@ def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):
         assert (directory / "variables.txt").stat().st_size > 0
     for host in HOSTS:
         records = fleet.run_dir / host
-        assert json.loads((records / "host.json").read_text())["sessions"][-1]["device"]["path"] == fleet.hosts[host].device
+        session = json.loads((records / "host.json").read_text())["sessions"][-1]
+        assert session["device"]["path"] == fleet.hosts[host].device
+        # The image holds the server: used as it is, and recorded with the exact package.
+        assert session["server"]["source"] == "already installed", session["server"]
+        assert session["server"]["package"].startswith("mariadb-server 1:" + SERVERS[host]), session["server"]
         assert [r["label"] for r in json.loads((records / "smart.json").read_text())["readings"]] == ["xfs before", "xfs after"]
         assert len(list((records / "xfs" / "oltp").glob("dataset-*/dataset.json"))) == 1
     # Nothing half-brought: no archive left on the controller or in a host's outbox.

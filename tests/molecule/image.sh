@@ -9,7 +9,13 @@
 #                    the scenarios whose role needs them in place; the roles still run over them;
 #                    + openssh-server, so that tests/e2e/remote_hosts.py can make it a remote
 #                    host reached over SSH (sshd is not started here: policy-rc.d says no)
-# hence bookworm, bookworm-systemd, bookworm-bench, trixie, trixie-systemd, trixie-bench.
+# hence bookworm, bookworm-systemd, bookworm-bench, trixie, trixie-systemd, trixie-bench; and
+#   trixie-mysql     Oracle MySQL 9.7 from Debian sid (the only MySQL reachable here) and
+#                    openssh-server: a host with the server already installed. Not a bench image:
+#                    sid's mysql-server conflicts with mariadb-common, which Debian's sysbench
+#                    needs (through libmariadb3), so the two cannot be installed together.
+#                    The mirror's sid Release is past its Valid-Until: this image, never a
+#                    user's host, tells apt to accept it.
 # Every image carries a hash of this script and of the mirror, and all are rebuilt only when
 # that hash changes. The mirror is the host's own, from its apt sources; Debian 12's
 # debootstrap already knows trixie (its script is a link to sid's).
@@ -19,6 +25,7 @@ IMAGE=localhost/innomatrix-molecule
 RELEASES=(bookworm trixie)
 VARIANTS=()
 for release in "${RELEASES[@]}"; do VARIANTS+=("$release" "$release-systemd" "$release-bench"); done
+VARIANTS+=(trixie-mysql)
 
 # Molecule and the e2e tests both run this script, possibly at once on this shared machine:
 # one build at a time (they would fight over the build container's name), and a caller that
@@ -60,9 +67,11 @@ base() {
 # them here); the systemd variant then drops that rule, since there systemd starts and enables
 # the packaged services as on a real host. Elsewhere it stays: no init would run them, and the
 # scenarios and tests start what they need (mariadbd, sshd) themselves.
+# SOURCES, if set, is a shell command run first (extra apt sources).
 variant() {
   local release=$1 kind=$2 cmd=$3; shift 3
   podman run --name innomatrix-image-build --network host "$IMAGE:$release" sh -c "
+    ${SOURCES:-true} &&
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d &&
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* &&
     apt-get clean && rm -rf /var/lib/apt/lists/* && if [ $kind = systemd ]; then rm /usr/sbin/policy-rc.d; fi" \
@@ -78,4 +87,7 @@ for release in "${RELEASES[@]}"; do
   variant "$release" bench '["sleep", "infinity"]' mariadb-server mariadb-client sysbench \
     procps sysstat xfsprogs e2fsprogs util-linux smartmontools openssh-server
 done
+SOURCES="echo 'deb $mirror sid main' >/etc/apt/sources.list.d/sid.list &&
+  echo 'Acquire::Check-Valid-Until \"false\";' >/etc/apt/apt.conf.d/99sid-valid-until" \
+  variant trixie mysql '["sleep", "infinity"]' -t sid mysql-server mysql-client procps openssh-server
 echo "built $IMAGE:{$(IFS=,; echo "${VARIANTS[*]}")} ($inputs)"

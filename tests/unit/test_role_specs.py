@@ -19,7 +19,7 @@ PLAYBOOK = ROOT / "playbooks" / "matrix.yml"
 ROLES = sorted(p.name for p in ROLES_DIR.iterdir() if p.is_dir())
 # Knobs that reach the preflight role as its own options rather than inside preflight_knobs.
 PASSED_SEPARATELY = {"device", "wipe_device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb", "report",
-                     "tpcc_mysql_src", "tpcc_mysql_ref"}
+                     "tpcc_mysql_src", "tpcc_mysql_ref", "mysql_server_source"}
 
 TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,),
@@ -176,7 +176,7 @@ def test_the_knobs() -> None:
         "device", "wipe_device", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads",
         "repeats", "cell_order", "cell_order_seed", "warmup", "duration", "reconnect_grace", "report_interval", "oltp_tables", "oltp_table_size", "oltp_rand_type",
         "oltp_percentile", "tpcc_warehouses", "tpcc_load_jobs", "tpcc_mysql_src", "tpcc_mysql_ref", "fileio_tests", "fileio_total_size", "fileio_block_size", "fileio_threads_max",
-        "fileio_block_sizes", "fileio_table_threads", "fileio_step_duration", "mysql_flavor", "mycnf_overrides", "run_name", "results_dir", "force", "io_scheduler",
+        "fileio_block_sizes", "fileio_table_threads", "fileio_step_duration", "mysql_flavor", "mysql_server_source", "mycnf_overrides", "run_name", "results_dir", "force", "io_scheduler",
         "read_ahead_kb", "report",
     ]
 
@@ -235,7 +235,7 @@ def test_jinja_names() -> None:
 
 
 # Knobs a role reads under its own name (its inputs are prefixed with the role's name anyway).
-ROLE_KNOBS = {"tpcc_mysql_src": "tpcc", "tpcc_mysql_ref": "tpcc"}
+ROLE_KNOBS = {"tpcc_mysql_src": "tpcc", "tpcc_mysql_ref": "tpcc", "mysql_server_source": "mysql_server"}
 
 
 def test_every_knob_is_wired_in_the_playbook() -> None:
