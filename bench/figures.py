@@ -10,6 +10,11 @@
    localhost and on a remote host over SSH (a podman container, tests/e2e/remote_hosts.py), and
    the seconds and bytes it takes to bring one cell home (pack, fetch, check and publish); and
    the wall time of that matrix on two remote hosts at once ÷ on one of them alone.
+5. Servers (`figures.py servers`): MySQL 9.7 ÷ MariaDB 11.8 median throughput per variant A-D,
+   each on its own Debian 13 remote host (the trixie-mysql and trixie-bench images) with its own
+   loop device, 3 interleaved repeats, one host at a time so that neither takes the other's CPU;
+   the ratio's interval is the report's between-runs one (trial medians, stats.between_runs),
+   and the settings-drift table says why they differ.
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
@@ -193,7 +198,7 @@ def homecoming(tasks: list[dict]) -> tuple[list[float], list[int]]:
 
 def fleet() -> None:
     sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-    from remote_hosts import RemoteHost, write_inventory
+    from remote_hosts import RemoteHost, project_inventory
 
     base = Path(tempfile.mkdtemp(prefix="innomatrix-bench-fleet-", dir="/var/tmp"))
     base.chmod(0o755)
@@ -204,18 +209,15 @@ def fleet() -> None:
     try:
         for name in ("bench-one", "bench-two"):
             remotes[name] = RemoteHost(base, name)
-        inventory = base / "inventory"
-        inventory.mkdir()
-        (inventory / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
-        write_inventory(inventory / "one.yml", {"bench-one": remotes["bench-one"]})
-        write_inventory(inventory / "two.yml", remotes)
+        one = project_inventory(base, {"bench-one": remotes["bench-one"]}, "one.yml")
+        two = project_inventory(base, remotes, "two.yml")
         local_extra = ["-e", f"preflight_state_dir={base}/state", "-e", f"preflight_mountpoint={base}/mnt",
                        "-e", f"preflight_demo_file={base}/disk.img", "-e", "preflight_demo_size=2G",
                        "-e", "preflight_port=3399"]
         plays = {
             "localhost": ["-e", "run_name=local", *local_extra],
-            "one remote host over SSH": ["-i", str(inventory / "one.yml"), "-e", "run_name=one"],
-            "two remote hosts at once": ["-i", str(inventory / "two.yml"), "-e", "run_name=two"],
+            "one remote host over SSH": ["-i", str(one), "-e", "run_name=one"],
+            "two remote hosts at once": ["-i", str(two), "-e", "run_name=two"],
         }
         walls = {}
         for name, extra in plays.items():
@@ -243,6 +245,60 @@ def fleet() -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+SERVERS_KNOBS = {
+    "filesystems": ["xfs"], "variants": ["A", "B", "C", "D"], "bp_sizes": ["64M"], "threads": [4], "repeats": 3,
+    "warmup": 10, "duration": 30, "report_interval": 1, "oltp_tables": 4, "oltp_table_size": 100000,
+    "reconnect_grace": 600, "run_name": "servers",
+}
+# Host names sort MySQL first, so that the host-vs-host ratio reads MySQL ÷ MariaDB.
+SERVER_HOSTS = {"db1-mysql": ("trixie-mysql", "mysql"), "db2-mariadb": ("trixie-bench", "mariadb")}
+
+
+def servers() -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    from remote_hosts import RemoteHost, play_matrix, project_inventory
+
+    base = Path(tempfile.mkdtemp(prefix="innomatrix-bench-servers-", dir="/var/tmp"))
+    base.chmod(0o755)
+    knobs = base / "knobs.yml"
+    knobs.write_text(yaml.safe_dump({**SERVERS_KNOBS, "results_dir": str(base / "results"),
+                                     "preflight_secrets_dir": str(base / "secrets")}))
+    remotes: dict[str, RemoteHost] = {}
+    try:
+        for name, (image, _) in SERVER_HOSTS.items():
+            remotes[name] = RemoteHost(base, name, image)
+        # The redo log each server's my.cnf can take on the 2 GiB device (see test_fleet.py).
+        host_vars = {name: {"mysql_flavor": flavor, "mycnf_overrides": {"innodb_redo_log_capacity": "96M"}
+                            if flavor == "mysql" else {"innodb_log_file_size": "48M"}}
+                     for name, (_, flavor) in SERVER_HOSTS.items()}
+        inventory = project_inventory(base, remotes, host_vars=host_vars)
+        for name in SERVER_HOSTS:
+            started = time.monotonic()
+            done = play_matrix(inventory, knobs, "--limit", name, "-e", "report=false", log=base / f"{name}.log",
+                               timeout=7200)
+            if done.returncode != 0:
+                sys.exit(f"{name}: playbook failed ({done.returncode}), log kept in {base / (name + '.log')}")
+            print(f"{name}: {time.monotonic() - started:.0f} s")
+            (base / f"{name}.log").unlink()
+        run_dir = base / "results" / SERVERS_KNOBS["run_name"]
+        subprocess.run([str(ROOT / ".venv/bin/innomatrix"), "report", str(run_dir)], check=True, capture_output=True)
+        import pandas as pd
+
+        compared = pd.read_csv(run_dir / "tables" / "host_compare.csv")
+        for _, row in compared.iterrows():
+            print(f"variant {row['variant']}: {row['host_a']} ÷ {row['host_b']} = {row['ratio']:.3f} "
+                  f"(95 % CI {row['ci_low']:.3f}–{row['ci_high']:.3f}, {row['verdict']}; "
+                  f"medians {row['a_median']:.1f} / {row['b_median']:.1f} {row['unit']}, "
+                  f"{row['a_trials']}+{row['b_trials']} trials)")
+        drift = pd.read_csv(run_dir / "tables" / "settings_drift.csv")
+        print("settings drift, variant A:")
+        print(drift[drift["variant"] == "A"].to_string(index=False))
+    finally:
+        for remote in remotes.values():
+            remote.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 if __name__ == "__main__":
     parts = sys.argv[1:] or ["matrix", "fidelity"]
     if "matrix" in parts:
@@ -251,3 +307,5 @@ if __name__ == "__main__":
         fidelity()
     if "fleet" in parts:
         fleet()
+    if "servers" in parts:
+        servers()

@@ -180,9 +180,15 @@ def _tpcc(knobs: dict[str, Any]) -> dict[str, int]:
 
 
 def _redo_bytes(spec: dict[str, Any]) -> int:
-    redo_text = next((v for n, v in spec["mycnf_overrides"].items()
-                      if mycnf.normalize_name(n) == "innodb_log_file_size"), None)
-    return k.parse_size("innodb_log_file_size", redo_text) if redo_text else BASE_REDO_BYTES
+    """The redo allowance: an override of the redo file size (MariaDB, MySQL before 8.0.30) or of
+    the one redo capacity (MySQL 8.0.30 and later, where the file size cannot be overridden), else
+    base.cnf's."""
+    overrides = {mycnf.normalize_name(name): value for name, value in spec["mycnf_overrides"].items()}
+    if "innodb_redo_log_capacity" in overrides:
+        return k.parse_size("innodb_redo_log_capacity", overrides["innodb_redo_log_capacity"])
+    if "innodb_log_file_size" in overrides:
+        return k.parse_size("innodb_log_file_size", overrides["innodb_log_file_size"])
+    return BASE_REDO_BYTES
 
 
 def space_needed(spec: dict[str, Any]) -> int:

@@ -88,7 +88,10 @@ class Env:
 
 
 def ok(done: subprocess.CompletedProcess) -> None:
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    """The play succeeded; if not, say why: its error lines first (a long recap follows them), then its tail."""
+    output = done.stdout + done.stderr
+    errors = [line for line in output.splitlines() if line.lstrip().startswith(("fatal:", "[ERROR]", "msg:"))]
+    assert done.returncode == 0, "\n".join(errors[-20:]) + "\n...\n" + output[-3000:]
 
 
 def snapshot(directory: Path) -> dict[str, tuple[str, int]]:

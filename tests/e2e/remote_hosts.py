@@ -1,11 +1,12 @@
-"""Real remote benchmark hosts for the end-to-end tests: podman containers of a Debian release's
-bench image (tests/molecule/image.sh: bookworm-bench with MariaDB 10.11, trixie-bench with 11.8),
+"""Real remote benchmark hosts for the end-to-end tests: podman containers of a bench image
+(tests/molecule/image.sh: bookworm-bench with MariaDB 10.11, trixie-bench with 11.8, trixie-mysql
+with Oracle MySQL 9.7),
 reached over real SSH on 127.0.0.1 as a non-root user (`bench`) with passwordless sudo, each
 with its own loop device.
 
     host = RemoteHost(base, "bench-a")     # base: a per-test directory under /var/tmp, mode 0755
-    host = RemoteHost(base, "bench-b", release="trixie")
-    host = RemoteHost(base, "db-c", release="trixie", kind="mysql")   # MySQL 9.7 installed, no sysbench
+    host = RemoteHost(base, "bench-b", image="trixie-bench")
+    host = RemoteHost(base, "bench-c", image="trixie-mysql")
     write_inventory(base / "hosts.yml", {"bench-a": host})
     ...                                    # ansible-playbook -i base/hosts.yml matrix.yml
     host.close()
@@ -34,7 +35,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_SCRIPT = ROOT / "tests" / "molecule" / "image.sh"
 CONTAINERS_CONF = ROOT / "tests" / "molecule" / "containers.conf"
-IMAGE = "localhost/innomatrix-molecule:{release}-{kind}"
+IMAGE = "localhost/innomatrix-molecule:{}"
 PREFIX = f"innomatrix-e2e-{os.getpid()}-"
 USER = "bench"
 PORTS = range(35000, 36000)
@@ -106,11 +107,11 @@ def ssh_key(base: Path) -> Path:
 
 
 class RemoteHost:
-    def __init__(self, base: Path, name: str, release: str = "bookworm", kind: str = "bench"):
+    def __init__(self, base: Path, name: str, image: str = "bookworm-bench"):
         ensure_images()
         self.base = Path(base)
         self.name = name
-        self.image = IMAGE.format(release=release, kind=kind)
+        self.image = IMAGE.format(image)
         self.container = PREFIX + name
         self.key = ssh_key(self.base)
         self.disk = self.base / f"{name}.disk"
@@ -288,23 +289,47 @@ def our_containers() -> list[str]:
     return [name for name in done.stdout.split() if name.startswith(PREFIX)]
 
 
-def write_inventory(path: Path, hosts: dict[str, RemoteHost]) -> None:
-    """A YAML inventory with every host in group `bench`, the group matrix.yml plays on."""
-    inventory = {"all": {"children": {"bench": {"hosts": {name: host.inventory_vars() for name, host in hosts.items()}}}}}
-    Path(path).write_text(yaml.safe_dump(inventory, sort_keys=False))
+def write_inventory(path: Path, hosts: dict[str, RemoteHost], host_vars: dict[str, dict] | None = None) -> None:
+    """A YAML inventory with every host in group `bench`, the group matrix.yml plays on; host_vars
+    adds a host's own knobs (mysql_flavor, say), which win over the project's group_vars."""
+    entries = {name: {**host.inventory_vars(), **(host_vars or {}).get(name, {})} for name, host in hosts.items()}
+    Path(path).write_text(yaml.safe_dump({"all": {"children": {"bench": {"hosts": entries}}}}, sort_keys=False))
+
+
+def project_inventory(base: Path, hosts: dict[str, RemoteHost], name: str = "hosts.yml",
+                      host_vars: dict[str, dict] | None = None) -> Path:
+    """base/inventory/<name> for these hosts, beside a link to the project's group_vars: the knob
+    defaults inventory/ gives any inventory in it. Each host's device is its own host variable
+    (-e device= would set one for all)."""
+    directory = base / "inventory"
+    if not directory.exists():
+        directory.mkdir()
+        (directory / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
+    path = directory / name
+    write_inventory(path, hosts, host_vars)
+    return path
+
+
+def play_matrix(inventory: Path, knobs: Path, *extra: str, log: Path, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """ansible-playbook matrix.yml against the inventory with the knobs file; its output goes to log."""
+    argv = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(inventory), "matrix.yml", "-e", f"@{knobs}", *extra]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
+    log.write_text(done.stdout + done.stderr)
+    return done
 
 
 @contextlib.contextmanager
-def remote_hosts(prefix: str, releases: dict[str, str], kind: str = "bench") -> Iterator[tuple[Path, dict[str, RemoteHost]]]:
+def remote_hosts(prefix: str, images: dict[str, str]) -> Iterator[tuple[Path, dict[str, RemoteHost]]]:
     """A fresh base directory under /var/tmp (mode 0755: mysqld must reach its socket) and one
-    RemoteHost per name in it, of its Debian release ({name: release}) and the image kind; every
-    host closed and the directory removed afterwards."""
+    RemoteHost per name in it, of its image ({name: "trixie-bench"}); every host closed and the
+    directory removed afterwards."""
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     base.chmod(0o755)
     hosts: dict[str, RemoteHost] = {}
     try:
-        for name, release in releases.items():
-            hosts[name] = RemoteHost(base, name, release, kind)
+        for name, image in images.items():
+            hosts[name] = RemoteHost(base, name, image)
         yield base, hosts
     finally:
         for host in hosts.values():

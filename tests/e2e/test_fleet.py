@@ -1,9 +1,10 @@
-"""Two remote benchmark hosts at once (Debian 12 with MariaDB 10.11, Debian 13 with MariaDB 11.8),
-over real SSH: podman containers on 127.0.0.1 ports, each
+"""Three remote benchmark hosts at once (Debian 12 with MariaDB 10.11, Debian 13 with MariaDB 11.8,
+Debian 13 with Oracle MySQL 9.7), over real SSH: podman containers on 127.0.0.1 ports, each
 with its own loop device, reached as a non-root user with sudo (remote_hosts.py).
 
 Every cell is written on its host and brought home to the controller's results tree, which the
-rerun decides from; the report compares the two hosts; a host lost mid-matrix holds no other back.
+rerun decides from; the report compares the hosts and the settings their servers ran; a host lost
+mid-matrix holds no other back.
 Tests run in file order.
 """
 
@@ -20,14 +21,23 @@ import pytest
 import yaml
 
 from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, snapshot, trials_of
-from remote_hosts import RemoteHost, needs_podman, remote_hosts, write_inventory
+from remote_hosts import RemoteHost, needs_podman, play_matrix, project_inventory, remote_hosts
 
 pytestmark = [*NEEDS_ROOT, needs_podman]
 
-# Heterogeneous hosts: Debian 12 with MariaDB 10.11, Debian 13 with MariaDB 11.8.
-RELEASES = {"bench-a": "bookworm", "bench-b": "trixie"}
-SERVERS = {"bench-a": "10.11.", "bench-b": "11.8."}
-HOSTS = tuple(RELEASES)
+# Heterogeneous hosts: Debian 12 with MariaDB 10.11, Debian 13 with MariaDB 11.8 and with MySQL 9.7.
+IMAGES = {"bench-a": "bookworm-bench", "bench-b": "trixie-bench", "bench-c": "trixie-mysql"}
+SERVERS = {"bench-a": ("mariadb", "10.11."), "bench-b": ("mariadb", "11.8."), "bench-c": ("mysql", "9.7.")}
+PACKAGES = {"bench-a": "mariadb-server-core 1:10.11.", "bench-b": "mariadb-server-core 1:11.8.",
+            "bench-c": "mysql-server-core 9.7."}
+HOSTS = tuple(IMAGES)
+# Each host's server, and a redo log that fits the 2 GiB test device: as files on MariaDB, as
+# the one capacity on MySQL 9.7 (which refuses an override of the files it replaced).
+HOST_VARS = {
+    host: {"mysql_flavor": flavor,
+           "mycnf_overrides": {"innodb_redo_log_capacity": "96M"} if flavor == "mysql" else {"innodb_log_file_size": "48M"}}
+    for host, (flavor, _) in SERVERS.items()
+}
 CELLS = ("xfs/oltp/A/bp-64M/t2/r1", "xfs/oltp/A/bp-128M/t2/r1")
 STATE_DIR = "/var/lib/innomatrix-fleet"
 
@@ -37,13 +47,7 @@ class Fleet:
         self.base = base
         self.hosts = hosts
         self.results = base / "results"
-        inventory_dir = base / "inventory"
-        inventory_dir.mkdir()
-        # The project's knob defaults, as inventory/ gives them to any inventory beside them; the
-        # device is each host's own (a host variable, which -e device= would override for all).
-        (inventory_dir / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
-        self.inventory = inventory_dir / "hosts.yml"
-        write_inventory(self.inventory, hosts)
+        self.inventory = project_inventory(base, hosts, host_vars=HOST_VARS)
         self.knobs = base / "knobs.yml"
         self.knobs.write_text(yaml.safe_dump({
             "filesystems": ["xfs"], "variants": ["A"], "bp_sizes": ["64M", "128M"], "threads": [2],
@@ -51,7 +55,6 @@ class Fleet:
             "run_name": "fleet", "results_dir": str(self.results),
             # A host lost in the middle of a trial is given up a minute after the trial's end.
             "reconnect_grace": 60,
-            "mycnf_overrides": {"innodb_log_file_size": "48M"},
             "preflight_state_dir": STATE_DIR, "preflight_secrets_dir": str(base / "secrets"),
             "preflight_mountpoint": "/mnt/innomatrix-fleet",
         }))
@@ -61,11 +64,7 @@ class Fleet:
         return self.results / "fleet"
 
     def play(self, *extra: str) -> subprocess.CompletedProcess:
-        argv = [str(PLAYBOOK), "-i", str(self.inventory), "matrix.yml", "-e", f"@{self.knobs}", *extra]
-        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800,
-                              env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
-        (self.base / "last-play.log").write_text(done.stdout + done.stderr)
-        return done
+        return play_matrix(self.inventory, self.knobs, *extra, log=self.base / "last-play.log")
 
     def start(self, *extra: str) -> subprocess.Popen:
         argv = [str(PLAYBOOK), "-i", str(self.inventory), "matrix.yml", "-e", f"@{self.knobs}", *extra]
@@ -78,11 +77,11 @@ class Fleet:
 
 @pytest.fixture(scope="module")
 def fleet():
-    with remote_hosts("innomatrix-fleet-", RELEASES) as (base, hosts):
+    with remote_hosts("innomatrix-fleet-", IMAGES) as (base, hosts):
         yield Fleet(base, hosts)
 
 
-def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):
+def test_every_host_runs_its_cells_and_every_cell_comes_home(fleet):
     done = fleet.play()
     ok(done)
     trials = trials_of(fleet.run_dir)
@@ -94,10 +93,11 @@ def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):
         assert trial["device"]["path"] == fleet.hosts[host].device
         # The server on that host ran the my.cnf the plan rendered for its own server version,
         # and started.
-        assert trial["server"]["version"].startswith(SERVERS[host]), trial["server"]
+        flavor, series = SERVERS[host]
+        assert trial["server"]["flavor"] == flavor and trial["server"]["version"].startswith(series), trial["server"]
         directory = fleet.run_dir / path
         mycnf = (directory / "my.cnf").read_text()
-        assert f"for mariadb {SERVERS[host]}" in mycnf and "innodb_buffer_pool_size" in mycnf
+        assert f"for {flavor} {series}" in mycnf and "innodb_buffer_pool_size" in mycnf
         assert (directory / "variables.txt").stat().st_size > 0
     for host in HOSTS:
         records = fleet.run_dir / host
@@ -105,7 +105,7 @@ def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):
         assert session["device"]["path"] == fleet.hosts[host].device
         # The image holds the server: used as it is, and recorded with the exact package.
         assert session["server"]["source"] == "already installed", session["server"]
-        assert session["server"]["package"].startswith("mariadb-server 1:" + SERVERS[host]), session["server"]
+        assert session["server"]["package"].startswith(PACKAGES[host]), session["server"]
         assert [r["label"] for r in json.loads((records / "smart.json").read_text())["readings"]] == ["xfs before", "xfs after"]
         assert len(list((records / "xfs" / "oltp").glob("dataset-*/dataset.json"))) == 1
     # Nothing half-brought: no archive left on the controller or in a host's outbox.
@@ -114,15 +114,23 @@ def test_both_hosts_run_their_cells_and_every_cell_comes_home(fleet):
         assert host.exec(["find", "/home/bench/.innomatrix-outbox", "-type", "f"]).stdout == ""
 
 
-def test_the_report_compares_the_two_hosts(fleet):
+def test_the_report_compares_the_hosts_and_their_servers_settings(fleet):
     with open(fleet.run_dir / "tables" / "host_compare.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [(r["host_a"], r["host_b"], r["bp_size"]) for r in rows] == [("bench-a", "bench-b", "64M"),
-                                                                        ("bench-a", "bench-b", "128M")]
+    pairs = [("bench-a", "bench-b"), ("bench-a", "bench-c"), ("bench-b", "bench-c")]
+    assert sorted((r["host_a"], r["host_b"], r["bp_size"]) for r in rows) == sorted(
+        (*pair, bp) for pair in pairs for bp in ("64M", "128M"))
     # One trial a side: a ratio, and no verdict.
     assert all(float(r["ratio"]) > 0 and r["differs"] == "False" for r in rows)
     with open(fleet.run_dir / "tables" / "hosts.csv", newline="") as handle:
         assert [r["host"] for r in csv.DictReader(handle)] == list(HOSTS)
+    # Variant A is not one configuration across servers: the drift table shows what each ran,
+    # read from the running servers (MySQL 8.4 raised innodb_io_capacity from 200 to 10000).
+    with open(fleet.run_dir / "tables" / "settings_drift.csv", newline="") as handle:
+        drift = {row["setting"]: row for row in csv.DictReader(handle) if row["variant"] == "A"}
+    capacity = {column.split(" · ")[0]: value for column, value in drift["innodb_io_capacity"].items() if " · " in column}
+    assert capacity == {"bench-a": "200", "bench-b": "200", "bench-c": "10000"}, drift["innodb_io_capacity"]
+    assert any(name.startswith("median throughput") for name in drift)
 
 
 def test_the_rerun_is_decided_on_the_controller_and_runs_nothing(fleet):
@@ -136,7 +144,7 @@ def test_the_rerun_is_decided_on_the_controller_and_runs_nothing(fleet):
     assert {path: (fleet.run_dir / path / "trial.json").read_bytes() for path in trials_of(fleet.run_dir)} == before
 
 
-def test_check_mode_against_both_hosts_changes_nothing_on_either(fleet):
+def test_check_mode_against_every_host_changes_nothing_on_any(fleet):
     def state() -> tuple:
         listing = f"find {STATE_DIR} /mnt/innomatrix-fleet -printf '%p %s %T@\\n' | sort"
         hosts = tuple(host.exec(["sh", "-c", listing]).stdout for host in fleet.hosts.values())
@@ -147,7 +155,7 @@ def test_check_mode_against_both_hosts_changes_nothing_on_either(fleet):
     ok(done)
     for host in HOSTS:
         assert f"{host}/xfs/oltp/A/bp-64M/t2/r1" in done.stdout
-    assert done.stdout.count("would format") == 2
+    assert done.stdout.count("would format") == len(HOSTS)
     assert state() == before
 
 
@@ -167,8 +175,9 @@ def test_a_lost_host_holds_no_other_back_and_the_rerun_runs_only_its_cells(fleet
     trials = trials_of(run_dir)
     kept = {path: (run_dir / path / "trial.json").read_bytes() for path in trials}
     on = {host: sorted(path for path in trials if path.startswith(host + "/")) for host in HOSTS}
-    # The other host ran all its cells; the lost one's finished cells were home before it went.
-    assert len(on["bench-a"]) == 4 and all(trials[path]["status"] == "ok" for path in on["bench-a"])
+    # The other hosts ran all their cells; the lost one's finished cells were home before it went.
+    for other in ("bench-a", "bench-c"):
+        assert len(on[other]) == 4 and all(trials[path]["status"] == "ok" for path in on[other])
     assert 1 <= len(on["bench-b"]) < 4
     lost.start_sshd()
     # Back: whatever the cut connection left running on the host ends by itself first.
@@ -181,7 +190,7 @@ def test_a_lost_host_holds_no_other_back_and_the_rerun_runs_only_its_cells(fleet
     assert "4 cells: 0 to run, 4 already finished" in done.stdout
     assert f"4 cells: {4 - len(on['bench-b'])} to run, {len(on['bench-b'])} already finished" in done.stdout
     trials = trials_of(run_dir)
-    assert len(trials) == 8 and all(trial["status"] == "ok" for trial in trials.values())
+    assert len(trials) == 4 * len(HOSTS) and all(trial["status"] == "ok" for trial in trials.values())
     assert {path: (run_dir / path / "trial.json").read_bytes() for path in kept} == kept
 
 

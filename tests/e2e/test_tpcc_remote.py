@@ -10,14 +10,12 @@ skips, loudly. To run it: fetch Percona-Lab/tpcc-mysql anywhere and
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 import yaml
 
-from e2e_env import NEEDS_ROOT, PLAYBOOK, ROOT, ok, trials_of
-from remote_hosts import needs_podman, remote_hosts, write_inventory
+from e2e_env import NEEDS_ROOT, ok, trials_of
+from remote_hosts import needs_podman, play_matrix, project_inventory, remote_hosts
 from test_tpcc_matrix import SOURCE, TPCC_KNOBS
 
 pytestmark = [
@@ -32,26 +30,19 @@ pytestmark = [
 
 
 def test_tpcc_on_a_remote_host_is_built_there_and_its_cells_come_home():
-    with remote_hosts("innomatrix-tpcc-remote-", {"tpcc-host": "bookworm"}) as (base, hosts):
+    with remote_hosts("innomatrix-tpcc-remote-", {"tpcc-host": "bookworm-bench"}) as (base, hosts):
         # The image carries no apt lists (as Molecule's prepare, refresh them): a real host has
         # them, and the tpcc role installs a compiler and headers the image does not hold.
         updated = hosts["tpcc-host"].exec(["apt-get", "update", "-q"], timeout=300)
         assert updated.returncode == 0, updated.stdout + updated.stderr
-        inventory = base / "inventory"
-        inventory.mkdir()
-        (inventory / "group_vars").symlink_to(ROOT / "inventory" / "group_vars")
-        write_inventory(inventory / "hosts.yml", hosts)
+        inventory = project_inventory(base, hosts)
         knobs = base / "knobs.yml"
         knobs.write_text(yaml.safe_dump({
             **TPCC_KNOBS, "bp_sizes": ["64M"], "tpcc_mysql_src": SOURCE, "run_name": "tpcc-remote",
             "results_dir": str(base / "results"), "reconnect_grace": 120,
             "preflight_secrets_dir": str(base / "secrets"), "mycnf_overrides": {"innodb_log_file_size": "48M"},
         }))
-        done = subprocess.run([str(PLAYBOOK), "-i", str(inventory / "hosts.yml"), "matrix.yml", "-e", f"@{knobs}"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=1800,
-                              env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
-        (base.parent / f"{base.name}-play.log").write_text(done.stdout + done.stderr)
-        ok(done)
+        ok(play_matrix(inventory, knobs, log=base.parent / f"{base.name}-play.log"))
         run_dir = base / "results" / "tpcc-remote"
         trials = trials_of(run_dir)
         assert list(trials) == ["tpcc-host/xfs/tpcc/A/bp-64M/t2/r1"]

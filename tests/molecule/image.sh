@@ -10,12 +10,13 @@
 #                    + openssh-server, so that tests/e2e/remote_hosts.py can make it a remote
 #                    host reached over SSH (sshd is not started here: policy-rc.d says no)
 # hence bookworm, bookworm-systemd, bookworm-bench, trixie, trixie-systemd, trixie-bench; and
-#   trixie-mysql     Oracle MySQL 9.7 from Debian sid (the only MySQL reachable here) and
-#                    openssh-server: a host with the server already installed. Not a bench image:
-#                    sid's mysql-server conflicts with mariadb-common, which Debian's sysbench
-#                    needs (through libmariadb3), so the two cannot be installed together.
-#                    The mirror's sid Release is past its Valid-Until: this image, never a
-#                    user's host, tells apt to accept it.
+#   trixie-mysql     Oracle MySQL 9.7 from Debian sid (the only MySQL reachable here), then the
+#                    bench packages: a bench host with MySQL already installed. Debian's sysbench
+#                    needs mariadb-common (through libmariadb3), which sid's mysql-server
+#                    metapackage conflicts with, so installing sysbench removes that metapackage
+#                    and keeps the server itself (mysql-server-core), the mysql account and
+#                    /etc/mysql — as apt does on a user's sid host. The mirror's sid Release is
+#                    past its Valid-Until: this image, never a user's host, tells apt to accept it.
 # Every image carries a hash of this script and of the mirror, and all are rebuilt only when
 # that hash changes. The mirror is the host's own, from its apt sources; Debian 12's
 # debootstrap already knows trixie (its script is a link to sid's).
@@ -67,13 +68,15 @@ base() {
 # them here); the systemd variant then drops that rule, since there systemd starts and enables
 # the packaged services as on a real host. Elsewhere it stays: no init would run them, and the
 # scenarios and tests start what they need (mariadbd, sshd) themselves.
-# SOURCES, if set, is a shell command run first (extra apt sources).
+# SOURCES, if set, is a shell command run first (extra apt sources); THEN, if set, one run after
+# the install (a second install that must not be resolved together with the first).
 variant() {
   local release=$1 kind=$2 cmd=$3; shift 3
   podman run --name innomatrix-image-build --network host "$IMAGE:$release" sh -c "
     ${SOURCES:-true} &&
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d &&
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $* &&
+    ${THEN:-true} &&
     apt-get clean && rm -rf /var/lib/apt/lists/* && if [ $kind = systemd ]; then rm /usr/sbin/policy-rc.d; fi" \
     >"$work/build.log" 2>&1 || { tail -20 "$work/build.log"; exit 1; }
   podman commit -q --change "LABEL innomatrix.inputs=$inputs" --change "CMD $cmd" \
@@ -81,13 +84,15 @@ variant() {
   podman rm innomatrix-image-build >/dev/null
 }
 
+BENCH_TOOLS="sysbench procps sysstat xfsprogs e2fsprogs util-linux smartmontools openssh-server"
 for release in "${RELEASES[@]}"; do
   base "$release"
   variant "$release" systemd '["/sbin/init"]' systemd systemd-sysv dbus
-  variant "$release" bench '["sleep", "infinity"]' mariadb-server mariadb-client sysbench \
-    procps sysstat xfsprogs e2fsprogs util-linux smartmontools openssh-server
+  variant "$release" bench '["sleep", "infinity"]' mariadb-server mariadb-client $BENCH_TOOLS
 done
 SOURCES="echo 'deb $mirror sid main' >/etc/apt/sources.list.d/sid.list &&
   echo 'Acquire::Check-Valid-Until \"false\";' >/etc/apt/apt.conf.d/99sid-valid-until" \
-  variant trixie mysql '["sleep", "infinity"]' -t sid mysql-server mysql-client procps openssh-server
+THEN="apt-mark manual mysql-server-core mysql-client-core >/dev/null &&
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $BENCH_TOOLS" \
+  variant trixie mysql '["sleep", "infinity"]' -t sid mysql-server mysql-client
 echo "built $IMAGE:{$(IFS=,; echo "${VARIANTS[*]}")} ($inputs)"

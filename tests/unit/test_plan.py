@@ -716,6 +716,9 @@ def test_space_needed_holds_two_copies_with_their_redo_logs_and_headroom() -> No
     assert plan.space_needed(spec) == int(2 * copy * 1.1)
     smaller_redo = plan.normalise({**BASE, "mycnf_overrides": {"innodb-log-file-size": "256M"}}, CTX)
     assert plan.space_needed(smaller_redo) == int(2 * (copy - (2 << 30) + (256 << 20)) * 1.1)
+    # MySQL 8.0.30+: the redo is one capacity, and that is the override that sizes it.
+    one_capacity = plan.normalise({**BASE, "mycnf_overrides": {"innodb_redo_log_capacity": "96M"}}, CTX)
+    assert plan.space_needed(one_capacity) == int(2 * (copy - (2 << 30) + (96 << 20)) * 1.1)
 
 
 def test_space_needed_at_the_posts_scale_is_about_twice_78_gib() -> None:
