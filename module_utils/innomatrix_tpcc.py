@@ -57,6 +57,8 @@ _ORDER_LINES_PER_WAREHOUSE = 300000
 _ORDER_LINES_TOLERANCE = 0.10
 _TABLES = (*_ROWS_PER_WAREHOUSE, "item", "order_line")
 
+# tpcc-mysql's dialect (see build()); given as CC because the Makefile sets CFLAGS and INC itself.
+C_COMPILER = "cc -std=gnu89"
 # What make leaves at the top of the tree; not source.
 _BINARIES = ("tpcc_load", "tpcc_start")
 # Marks a build directory as build()'s own, even when a build failed half-way, so it may be replaced.
@@ -162,7 +164,10 @@ def build(src: Path, build_dir: Path) -> dict[str, Any]:
     its top, beside create_table.sql and add_fkey_idx.sql. Upstream's Makefile counts on
     ``mysql_config --libs_r`` to bring the math library, which today's client libraries no
     longer list, so the link fails (undefined exp, log, floor): LIBS is given with -lrt -lm
-    after the client library. A build of the same source is reused (``changed`` false).
+    after the client library. The code is C89 (K&R declarations such as ``void Error();``,
+    an implicit ``gettimeofday``), which GCC 14 and later refuse in their default dialect (sid's
+    GCC 16 defaults to C23): CC asks for gnu89, which every GCC builds it with. A build of the
+    same source is reused (``changed`` false).
 
     Returns src, bin_dir, tpcc_load, tpcc_start (paths as strings), commit (None unless src is
     a git work tree), source_sha256, libs, changed.
@@ -181,7 +186,8 @@ def build(src: Path, build_dir: Path) -> dict[str, Any]:
     shutil.copytree(src, build_dir, ignore=shutil.ignore_patterns(".git", "*.o", *_BINARIES))
     marker.touch()
     libs = f"{_output(['mysql_config', '--libs_r']).strip()} -lrt -lm"
-    make = subprocess.run(["make", "-C", str(build_dir / "src"), f"LIBS={libs}"], capture_output=True, text=True)
+    make = subprocess.run(["make", "-C", str(build_dir / "src"), f"CC={C_COMPILER}", f"LIBS={libs}"],
+                          capture_output=True, text=True)
     (build_dir / "build.log").write_text(make.stdout + make.stderr)
     if make.returncode != 0:
         raise TpccError(f"make exited {make.returncode}; see {build_dir / 'build.log'}: {_tail(make.stdout + make.stderr)}")
