@@ -12,15 +12,16 @@
    the wall time of that matrix on two remote hosts at once ÷ on one of them alone.
 5. Servers (`figures.py servers`): MySQL 9.7 ÷ MariaDB 11.8 median throughput per variant A-D,
    each on its own Debian 13 remote host (the trixie-mysql and trixie-bench images) with its own
-   loop device, 3 interleaved repeats, one host at a time so that neither takes the other's CPU;
-   the ratio's interval is the report's between-runs one (trial medians, stats.between_runs),
-   and the settings-drift table says why they differ.
+   loop device, 3 interleaved repeats, one redo size on both, one host at a time so that neither
+   takes the other's CPU; the ratio's interval is the report's between-runs one (trial medians,
+   stats.between_runs), and the settings-drift table says why they differ.
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -32,9 +33,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pandas as pd
 import scipy.stats
 import yaml
 
@@ -42,6 +44,7 @@ from innomatrix.parse.sysbench import parse_output, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "module_utils"))
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # remote_hosts.py: the remote hosts the e2e tests use
 import innomatrix_runtime as runtime  # noqa: E402  (stdlib-only, as shipped to the host)
 
 PLAYBOOK = [str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", "-e", "@inventory/demo.yml"]
@@ -196,53 +199,57 @@ def homecoming(tasks: list[dict]) -> tuple[list[float], list[int]]:
     return seconds, sizes
 
 
-def fleet() -> None:
-    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-    from remote_hosts import RemoteHost, project_inventory
+@contextlib.contextmanager
+def remote_bench(prefix: str, images: dict[str, str], knobs: dict) -> Iterator[tuple[Path, dict]]:
+    """tests/e2e/remote_hosts.py's hosts in a base directory (all removed afterwards), and in it a
+    knobs.yml that sends the results and secrets there too."""
+    from remote_hosts import remote_hosts
 
-    base = Path(tempfile.mkdtemp(prefix="innomatrix-bench-fleet-", dir="/var/tmp"))
-    base.chmod(0o755)
-    knobs = base / "knobs.yml"
-    knobs.write_text(yaml.safe_dump({**FLEET_KNOBS, "results_dir": str(base / "results"),
-                                     "preflight_secrets_dir": str(base / "secrets")}))
-    remotes: dict[str, RemoteHost] = {}
-    try:
-        for name in ("bench-one", "bench-two"):
-            remotes[name] = RemoteHost(base, name)
-        one = project_inventory(base, {"bench-one": remotes["bench-one"]}, "one.yml")
-        two = project_inventory(base, remotes, "two.yml")
-        local_extra = ["-e", f"preflight_state_dir={base}/state", "-e", f"preflight_mountpoint={base}/mnt",
-                       "-e", f"preflight_demo_file={base}/disk.img", "-e", "preflight_demo_size=2G",
-                       "-e", "preflight_port=3399"]
-        plays = {
-            "localhost": ["-e", "run_name=local", *local_extra],
-            "one remote host over SSH": ["-i", str(one), "-e", "run_name=one"],
-            "two remote hosts at once": ["-i", str(two), "-e", "run_name=two"],
-        }
-        walls = {}
-        for name, extra in plays.items():
-            started = time.monotonic()
-            tasks = play(*extra, "-e", f"@{knobs}", playbook=[PLAYBOOK[0], "matrix.yml"])
-            walls[name] = time.monotonic() - started
-            if name == "two remote hosts at once":
-                break  # two hosts' tasks share the records: their per-cell spans would mix
-            costs = fixed_costs(tasks, FLEET_KNOBS["warmup"], FLEET_KNOBS["duration"])
-            seconds, sizes = homecoming(tasks)
-            print(f"{name}: fixed cost per cell median {statistics.median(costs):.2f} s over {len(costs)} cells "
-                  f"(min {min(costs):.2f}, max {max(costs):.2f}); bringing a cell home: median "
-                  f"{statistics.median(seconds):.2f} s, {statistics.median(sizes) / 1024:.0f} KiB packed")
-        for name, wall in walls.items():
-            print(f"{name}: whole playbook {wall:.0f} s")
-        print(f"two hosts at once ÷ one host, wall time: "
-              f"{walls['two remote hosts at once'] / walls['one remote host over SSH']:.2f}")
-    finally:
-        for remote in remotes.values():
-            remote.close()
-        subprocess.run(["umount", str(base / "mnt")], capture_output=True)
-        found = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", str(base / "disk.img")], capture_output=True, text=True)
-        for device in found.stdout.split():
-            subprocess.run(["losetup", "-d", device], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+    with remote_hosts(prefix, images) as (base, hosts):
+        (base / "knobs.yml").write_text(yaml.safe_dump({**knobs, "results_dir": str(base / "results"),
+                                                        "preflight_secrets_dir": str(base / "secrets")}))
+        yield base, hosts
+
+
+def fleet() -> None:
+    from remote_hosts import project_inventory
+
+    with remote_bench("innomatrix-bench-fleet-", {"bench-one": "bookworm-bench", "bench-two": "bookworm-bench"},
+                      FLEET_KNOBS) as (base, remotes):
+        try:
+            one = project_inventory(base, {"bench-one": remotes["bench-one"]}, "one.yml")
+            two = project_inventory(base, remotes, "two.yml")
+            local_extra = ["-e", f"preflight_state_dir={base}/state", "-e", f"preflight_mountpoint={base}/mnt",
+                           "-e", f"preflight_demo_file={base}/disk.img", "-e", "preflight_demo_size=2G",
+                           "-e", "preflight_port=3399"]
+            plays = {
+                "localhost": ["-e", "run_name=local", *local_extra],
+                "one remote host over SSH": ["-i", str(one), "-e", "run_name=one"],
+                "two remote hosts at once": ["-i", str(two), "-e", "run_name=two"],
+            }
+            walls = {}
+            for name, extra in plays.items():
+                started = time.monotonic()
+                tasks = play(*extra, "-e", f"@{base / 'knobs.yml'}", playbook=[PLAYBOOK[0], "matrix.yml"])
+                walls[name] = time.monotonic() - started
+                if name == "two remote hosts at once":
+                    break  # two hosts' tasks share the records: their per-cell spans would mix
+                costs = fixed_costs(tasks, FLEET_KNOBS["warmup"], FLEET_KNOBS["duration"])
+                seconds, sizes = homecoming(tasks)
+                print(f"{name}: fixed cost per cell median {statistics.median(costs):.2f} s over {len(costs)} cells "
+                      f"(min {min(costs):.2f}, max {max(costs):.2f}); bringing a cell home: median "
+                      f"{statistics.median(seconds):.2f} s, {statistics.median(sizes) / 1024:.0f} KiB packed")
+            for name, wall in walls.items():
+                print(f"{name}: whole playbook {wall:.0f} s")
+            print(f"two hosts at once ÷ one host, wall time: "
+                  f"{walls['two remote hosts at once'] / walls['one remote host over SSH']:.2f}")
+        finally:
+            # The localhost play's demo device lives in base: unmounted and detached before base goes.
+            subprocess.run(["umount", str(base / "mnt")], capture_output=True)
+            found = subprocess.run(["losetup", "-n", "-O", "NAME", "-j", str(base / "disk.img")],
+                                   capture_output=True, text=True)
+            for device in found.stdout.split():
+                subprocess.run(["losetup", "-d", device], capture_output=True)
 
 
 SERVERS_KNOBS = {
@@ -255,35 +262,27 @@ SERVER_HOSTS = {"db1-mysql": ("trixie-mysql", "mysql"), "db2-mariadb": ("trixie-
 
 
 def servers() -> None:
-    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-    from remote_hosts import RemoteHost, play_matrix, project_inventory
+    from remote_hosts import play_matrix, project_inventory
 
-    base = Path(tempfile.mkdtemp(prefix="innomatrix-bench-servers-", dir="/var/tmp"))
-    base.chmod(0o755)
-    knobs = base / "knobs.yml"
-    knobs.write_text(yaml.safe_dump({**SERVERS_KNOBS, "results_dir": str(base / "results"),
-                                     "preflight_secrets_dir": str(base / "secrets")}))
-    remotes: dict[str, RemoteHost] = {}
-    try:
-        for name, (image, _) in SERVER_HOSTS.items():
-            remotes[name] = RemoteHost(base, name, image)
-        # The redo log each server's my.cnf can take on the 2 GiB device (see test_fleet.py).
+    images = {name: image for name, (image, _) in SERVER_HOSTS.items()}
+    with remote_bench("innomatrix-bench-servers-", images, SERVERS_KNOBS) as (base, remotes):
+        # One redo size on both (the seed's 2 × 1G does not fit the 2 GiB device): MySQL's capacity,
+        # MariaDB's one file (10.5+ writes a single redo file), 96M each.
         host_vars = {name: {"mysql_flavor": flavor, "mycnf_overrides": {"innodb_redo_log_capacity": "96M"}
-                            if flavor == "mysql" else {"innodb_log_file_size": "48M"}}
+                            if flavor == "mysql" else {"innodb_log_file_size": "96M"}}
                      for name, (_, flavor) in SERVER_HOSTS.items()}
         inventory = project_inventory(base, remotes, host_vars=host_vars)
         for name in SERVER_HOSTS:
             started = time.monotonic()
-            done = play_matrix(inventory, knobs, "--limit", name, "-e", "report=false", log=base / f"{name}.log",
+            log = base.parent / f"{base.name}-{name}.log"
+            done = play_matrix(inventory, base / "knobs.yml", "--limit", name, "-e", "report=false", log=log,
                                timeout=7200)
             if done.returncode != 0:
-                sys.exit(f"{name}: playbook failed ({done.returncode}), log kept in {base / (name + '.log')}")
+                sys.exit(f"{name}: playbook failed ({done.returncode}), its log: {log}")
+            log.unlink()
             print(f"{name}: {time.monotonic() - started:.0f} s")
-            (base / f"{name}.log").unlink()
         run_dir = base / "results" / SERVERS_KNOBS["run_name"]
         subprocess.run([str(ROOT / ".venv/bin/innomatrix"), "report", str(run_dir)], check=True, capture_output=True)
-        import pandas as pd
-
         compared = pd.read_csv(run_dir / "tables" / "host_compare.csv")
         for _, row in compared.iterrows():
             print(f"variant {row['variant']}: {row['host_a']} ÷ {row['host_b']} = {row['ratio']:.3f} "
@@ -291,12 +290,8 @@ def servers() -> None:
                   f"medians {row['a_median']:.1f} / {row['b_median']:.1f} {row['unit']}, "
                   f"{row['a_trials']}+{row['b_trials']} trials)")
         drift = pd.read_csv(run_dir / "tables" / "settings_drift.csv")
-        print("settings drift, variant A:")
-        print(drift[drift["variant"] == "A"].to_string(index=False))
-    finally:
-        for remote in remotes.values():
-            remote.close()
-        shutil.rmtree(base, ignore_errors=True)
+        print("settings drift (effective values that differ between the hosts):")
+        print(drift.to_string(index=False))
 
 
 if __name__ == "__main__":
