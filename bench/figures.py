@@ -5,7 +5,8 @@
 2. restore_s / load_s on XFS and on ext4, from those cells' trial.json.
 3. Fidelity: median tps of an orchestrated cell ÷ median tps of the same sysbench command run by
    hand against the same my.cnf and the same pristine datadir; and by hand with the suite's
-   collectors ÷ without them. Each in ABBA order, 6 pairs, with a 95 % interval.
+   collectors ÷ without them. Each in ABBA order, 8 pairs, with a 95 % interval; and the CPU the
+   suite's own processes took while the driver ran (pidstat).
 4. Fleet (`figures.py fleet`): the fixed cost per cell of one small matrix (4 cells) run on
    localhost and on a remote host over SSH (a podman container, tests/e2e/remote_hosts.py), and
    the seconds and bytes it takes to bring one cell home (pack, fetch, check and publish); and
@@ -155,7 +156,7 @@ def abba(pairs: int, first: Callable[[], float], second: Callable[[], float], na
     return ratios
 
 
-def fidelity(pairs: int = 6) -> None:
+def fidelity(pairs: int = 8) -> None:
     """Orchestrated ÷ by hand, and by hand with the collectors ÷ without them, ABBA."""
     one_cell = ["-e", "run_name=bench-fidelity", "-e", "filesystems=xfs", "-e", "variants=A",
                 "-e", f"bp_sizes={DEMO['bp_sizes'][0]}", "-e", "force=true"]
@@ -165,8 +166,12 @@ def fidelity(pairs: int = 6) -> None:
     device = trial["device"]["path"]
     pristine = MOUNT / "pristine" / trial["dataset"]["key"]
 
+    shares: list[dict[str, float]] = []
+
     def orchestrated() -> float:
-        play(*one_cell)
+        with cpu_shares() as seen:
+            play(*one_cell)
+        shares.append(seen)
         return json.loads((trial_dir / "trial.json").read_text())["summary"]["throughput_median"]
 
     print("orchestrated vs by hand:")
@@ -176,6 +181,46 @@ def fidelity(pairs: int = 6) -> None:
                       lambda: by_hand(trial_dir, pristine, device), ("collectors on", "off"))
     print(f"fidelity (orchestrated ÷ by hand): {ratio_interval(suite)}")
     print(f"collectors on ÷ off: {ratio_interval(collectors)}")
+    print("CPU while the driver ran (orchestrated trials, median over them; % of one core, the host has "
+          f"{os.cpu_count()}):")
+    for command in sorted({c for seen in shares for c in seen}, key=lambda c: -statistics.median(s.get(c, 0.0) for s in shares)):
+        share = statistics.median(seen.get(command, 0.0) for seen in shares)
+        if share >= 0.05:
+            print(f"  {command:24s} {share:6.2f} %{'  (the suite)' if command in SUITE_PROCESSES else ''}")
+    suite_total = statistics.median(sum(v for c, v in seen.items() if c in SUITE_PROCESSES) for seen in shares)
+    print(f"  the suite's own processes together: {suite_total:.2f} % of one core")
+
+
+# What the suite itself runs beside the server and the driver during a trial (pidstat's names,
+# cut at 15 characters): the controller, the trial module, the status client, the collectors.
+SUITE_PROCESSES = {"ansible-playboo", "python3", "mariadb", "mysql", "iostat", "vmstat"}
+
+
+@contextlib.contextmanager
+def cpu_shares() -> Iterator[dict[str, float]]:
+    """Mean CPU (% of one core) per command over the seconds the driver (sysbench) was running,
+    from `pidstat -u 1`. Processes that live less than a second are missed: the suite starts
+    none during a trial (the status client is one session)."""
+    seen: dict[str, float] = {}
+    with tempfile.TemporaryFile("w+") as out:
+        sampler = subprocess.Popen(["pidstat", "-u", "-h", "1"], stdout=out, stderr=subprocess.DEVNULL,
+                                   env=dict(os.environ, LC_ALL="C"))
+        try:
+            yield seen
+        finally:
+            sampler.terminate()
+            sampler.wait()
+        out.seek(0)
+        by_second: dict[str, list[tuple[str, float]]] = {}
+        for line in out:
+            fields = line.split()
+            # Time UID PID %usr %system %guest %wait %CPU CPU Command
+            if len(fields) >= 10 and fields[2].isdigit():
+                by_second.setdefault(fields[0], []).append((fields[9], float(fields[7])))
+    driven = [rows for rows in by_second.values() if any(command == "sysbench" for command, _ in rows)]
+    for rows in driven:
+        for command, cpu in rows:
+            seen[command] = seen.get(command, 0.0) + cpu / len(driven)
 
 
 FLEET_KNOBS = {

@@ -5,7 +5,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import stat
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("innomatrix_runtime", ROOT / "module_utils/innomatrix_runtime.py")
@@ -50,3 +53,54 @@ def test_publish_names_an_earlier_record_that_is_not_a_trial(tmp_path):
     final.mkdir()
     tmp.mkdir()
     assert runtime.publish(tmp, final).startswith("dataset-k.earlier-")
+
+
+# A stand-in for the mariadb/mysql client in batch mode (the session logic is what is tested
+# here; the real client is exercised by every e2e trial's status.log): it answers each
+# statement with one line, the sentinel SELECT with the sentinel, `hang` with nothing and
+# `quit` by exiting with a message on stderr.
+STAND_IN_CLIENT = r'''
+import sys
+import time
+for line in sys.stdin:
+    statement = line.strip().rstrip(";")
+    if statement.startswith("SELECT '"):
+        print(statement[len("SELECT '"):-1], flush=True)
+    elif statement == "hang":
+        time.sleep(60)
+    elif statement == "quit":
+        print("ERROR 2006: gone away", file=sys.stderr)
+        sys.exit(1)
+    else:
+        print(f"Uptime\t{len(statement)}", flush=True)
+'''
+
+
+def stand_in_session(tmp_path):
+    script = tmp_path / "client.py"
+    script.write_text(STAND_IN_CLIENT)
+    return runtime.ClientSession([sys.executable, str(script)])
+
+
+def test_one_client_session_answers_statement_after_statement(tmp_path):
+    session = stand_in_session(tmp_path)
+    try:
+        assert session.ask("SHOW GLOBAL STATUS", timeout=5) == ["Uptime\t18"]
+        first = session.proc.pid
+        assert session.ask("SHOW STATUS", timeout=5) == ["Uptime\t11"]
+        assert session.proc.pid == first  # the same client, not one per statement
+    finally:
+        session.close()
+
+
+def test_a_silent_or_ended_client_is_an_error_and_the_next_statement_reconnects(tmp_path):
+    session = stand_in_session(tmp_path)
+    try:
+        with pytest.raises(runtime.TrialError, match="no answer within"):
+            session.ask("hang", timeout=0.5)
+        assert session.proc is None
+        with pytest.raises(runtime.TrialError, match="ended: ERROR 2006: gone away"):
+            session.ask("quit", timeout=5)
+        assert session.ask("SHOW STATUS", timeout=5) == ["Uptime\t11"]
+    finally:
+        session.close()
