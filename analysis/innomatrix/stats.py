@@ -162,7 +162,47 @@ class Verdict:
         return self.verdict == DIFFERS
 
 
-def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float = 0.95) -> Verdict:
+@dataclass(frozen=True)
+class HostFloor:
+    """A host's run-to-run noise on one device, measured by `innomatrix noise`: the spread of the
+    trial medians (log scale) of configurations repeated in one run, kept in the host's host.json
+    so that runs with one trial a side can still get a verdict."""
+
+    host: str
+    device: str          # the device identity it was measured on (host.json's device.identity)
+    sd_log: float        # pooled standard deviation of the log trial medians
+    df: int              # its degrees of freedom: trials - configurations
+    trials: int
+    run: str             # the run it was measured from
+    measured: str        # when `innomatrix noise` recorded it (UTC, ISO 8601)
+
+    @property
+    def cov(self) -> float:
+        return log_cov(self.sd_log)
+
+    def describe(self) -> str:
+        return f"{self.host}: CoV {self.cov:.1%} from {self.trials} trials (run {self.run})"
+
+
+def _interval_from_floors(difference: float, sizes: tuple[int, int], floors: tuple[HostFloor, HostFloor],
+                          confidence: float) -> tuple[float, float]:
+    """exp(difference ± half) with each side's variance from its host floor instead of its trials.
+
+    One floor on both sides is one estimate (its own degrees of freedom); two floors (two hosts
+    or two devices) combine as Welch's t does, by Welch-Satterthwaite."""
+    (n_a, n_b), (floor_a, floor_b) = sizes, floors
+    var_a, var_b = floor_a.sd_log ** 2 / n_a, floor_b.sd_log ** 2 / n_b
+    se = math.sqrt(var_a + var_b)
+    if floor_a == floor_b:
+        df = float(floor_a.df)
+    else:
+        df = (var_a + var_b) ** 2 / (var_a ** 2 / floor_a.df + var_b ** 2 / floor_b.df)
+    half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
+    return math.exp(difference - half), math.exp(difference + half)
+
+
+def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float = 0.95,
+                 floors: tuple[HostFloor, HostFloor] | None = None) -> Verdict:
     """A/B from each side's trial medians, with an interval that knows run-to-run variance.
 
     The trials are the independent units: a restart, a restore, the page cache, a neighbour or
@@ -173,7 +213,9 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     geometric means of the trial medians; with one trial a side, of the medians) and its
     interval is Welch's t interval for that difference, which stays honest with the 2-5
     repeats a matrix affords, where a bootstrap over so few trials is far too narrow. With
-    fewer than 2 trials on a side there is no estimate of run-to-run variance and no verdict.
+    fewer than 2 trials on a side the trials hold no estimate of run-to-run variance: the
+    verdict then comes from `floors` (each side's host floor, measured beforehand on that host
+    and device by repeating one configuration), or there is none.
     """
     a = np.log(np.asarray(a_medians, dtype=np.float64))
     b = np.log(np.asarray(b_medians, dtype=np.float64))
@@ -182,7 +224,10 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     difference = float(a.mean() - b.mean())
     ratio = math.exp(difference)
     if a.size < 2 or b.size < 2:
-        return Verdict(ratio, float("nan"), float("nan"), UNKNOWN)
+        if floors is None:
+            return Verdict(ratio, float("nan"), float("nan"), UNKNOWN)
+        low, high = _interval_from_floors(difference, (a.size, b.size), floors, confidence)
+        return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME)
     var_a, var_b = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se = math.sqrt(var_a + var_b)
     if se == 0:
@@ -209,33 +254,49 @@ def log_cov(sd_log: float) -> float:
     return math.sqrt(math.exp(sd_log ** 2) - 1) if not math.isnan(sd_log) else float("nan")
 
 
-def minimum_detectable_effect(sd_log: float, repeats: int, confidence: float = 0.95) -> float:
+def minimum_detectable_effect(sd_log: float, repeats: int, confidence: float = 0.95, df: int | None = None) -> float:
     """The difference (as ratio - 1) that run-to-run noise alone keeps inside the interval of a
-    comparison with `repeats` trials a side: its half-width. NaN with fewer than 2 repeats."""
-    if repeats < 2 or math.isnan(sd_log):
+    comparison with `repeats` trials a side: its half-width. The spread comes from the trials
+    themselves (NaN with fewer than 2 repeats), or, given its degrees of freedom `df`, from a host
+    floor measured beforehand (then 1 repeat a side has an answer too)."""
+    if repeats < 1 or math.isnan(sd_log) or (df is None and repeats < 2) or df == 0:
         return float("nan")
-    half = float(student_t.ppf(0.5 + confidence / 2, 2 * repeats - 2)) * sd_log * math.sqrt(2 / repeats)
+    degrees = df if df is not None else 2 * repeats - 2
+    half = float(student_t.ppf(0.5 + confidence / 2, degrees)) * sd_log * math.sqrt(2 / repeats)
     return math.exp(half) - 1
+
+
+def pooled_spread(cells_table: pd.DataFrame) -> tuple[float, int, int, int]:
+    """The pooled standard deviation of the log trial medians of every configuration (and host)
+    with 2 or more ok trials, its degrees of freedom, how many configurations it pools, and how
+    many trials they hold."""
+    squares, degrees, configurations, trials = 0.0, 0, 0, 0
+    ok = cells_table[cells_table["status"] == "ok"]
+    for _, group in ok.groupby(list(MATCH) + ["host"], sort=False):
+        logs = np.log(group["throughput_median"].dropna().to_numpy(dtype=np.float64))
+        if logs.size >= 2:
+            squares += float(((logs - logs.mean()) ** 2).sum())
+            degrees += logs.size - 1
+            configurations += 1
+            trials += logs.size
+    return (math.sqrt(squares / degrees) if degrees else float("nan")), degrees, configurations, trials
 
 
 def noise_floor(*cells_tables: pd.DataFrame, confidence: float = 0.95) -> NoiseFloor:
     """Pooled run-to-run spread of the trial medians (log scale) over every configuration with 2
     or more ok trials, and the smallest difference the fewest repeats can detect."""
-    squares, degrees, fewest = 0.0, 0, None
-    configurations = 0
+    squares, degrees, configurations, fewest = 0.0, 0, 0, None
     for table in cells_tables:
+        sd_log, df, pooled, _ = pooled_spread(table)
+        if df:
+            squares, degrees, configurations = squares + sd_log ** 2 * df, degrees + df, configurations + pooled
         ok = table[table["status"] == "ok"]
-        for _, group in ok.groupby(list(MATCH) + ["host"], sort=False):
-            logs = np.log(group["throughput_median"].dropna().to_numpy(dtype=np.float64))
-            fewest = logs.size if fewest is None else min(fewest, logs.size)
-            if logs.size >= 2:
-                squares += float(((logs - logs.mean()) ** 2).sum())
-                degrees += logs.size - 1
-                configurations += 1
+        counts = ok.groupby(list(MATCH) + ["host"], sort=False)["throughput_median"].count()
+        if len(counts):
+            fewest = int(counts.min()) if fewest is None else min(fewest, int(counts.min()))
     sd_log = math.sqrt(squares / degrees) if degrees else float("nan")
-    cov_value = log_cov(sd_log)
     repeats = fewest or 0
-    return NoiseFloor(cov_value, configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence))
+    return NoiseFloor(log_cov(sd_log), configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence))
 
 
 # --- per cell --------------------------------------------------------------------------------
@@ -408,18 +469,27 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
 
 MATCH = ("filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads")
 # What a comparison says of each configuration, after the columns that name it.
-COMPARED = ("a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs", "verdict", "a_trials", "b_trials",
-            "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")
+COMPARED = ("a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
+            "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")
+# Where a comparison's interval came from: the trials themselves, or the hosts' noise floors.
+FROM_TRIALS, FROM_FLOORS = "trials", "host noise floor"
+Floors = dict[str, HostFloor]  # host -> its noise floor on the device a run used
 
 
-def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
+def _side_floor(floors: Floors | None, hosts: list[str]) -> HostFloor | None:
+    return floors.get(hosts[0]) if floors and len(hosts) == 1 else None
+
+
+def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS,
+            floors_a: Floors | None = None, floors_b: Floors | None = None) -> pd.DataFrame:
     """Ratio A/B of median throughput per matching configuration, from its trials (between_runs).
 
     Configurations match on filesystem, workload, variant and buffer pool (or fileio sub-test and
     block size) and threads, and also on
     host when both runs have the same hosts (two devices on two hosts compare across hosts).
-    `verdict` says `differs` only when the interval excludes 1, and gives no verdict with fewer
-    than 2 trials on a side.
+    `verdict` says `differs` only when the interval excludes 1. With fewer than 2 trials on a
+    side, the interval comes from the noise floors of each side's host (`floors_a`, `floors_b`:
+    host -> its floor on the device that run used) when both are known, else there is no verdict.
     """
     keys = list(MATCH)
     if set(cells_a["host"]) == set(cells_b["host"]):
@@ -432,13 +502,16 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
         in_a, in_b = key in trials_a, key in trials_b
         a_medians, a_info = trials_a.get(key, (np.array([]), {}))
         b_medians, b_info = trials_b.get(key, (np.array([]), {}))
-        verdict = between_runs(a_medians, b_medians, th.confidence)
+        floors = (_side_floor(floors_a, a_info.get("hosts", [])), _side_floor(floors_b, b_info.get("hosts", [])))
+        by_floors = min(a_medians.size, b_medians.size) < 2 and None not in floors
+        verdict = between_runs(a_medians, b_medians, th.confidence, floors if by_floors else None)
         row.update({
             "a_median": _median(a_medians) if in_a else float("nan"),
             "b_median": _median(b_medians) if in_b else float("nan"),
             "unit": a_info.get("unit") or b_info.get("unit"),
             "ratio": verdict.ratio, "ci_low": verdict.low, "ci_high": verdict.high,
             "differs": verdict.differs, "verdict": verdict.verdict,
+            "interval_from": "" if math.isnan(verdict.low) else (FROM_FLOORS if by_floors else FROM_TRIALS),
             "a_trials": a_medians.size, "b_trials": b_medians.size,
             "a_flags": a_info.get("flags", ""), "b_flags": b_info.get("flags", ""),
             "only_in": "" if in_a and in_b else ("A" if in_a else "B"),
@@ -453,7 +526,7 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
     return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
 
 
-def compare_hosts(cells_table: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
+def compare_hosts(cells_table: pd.DataFrame, th: Thresholds = DEFAULTS, floors: Floors | None = None) -> pd.DataFrame:
     """Host A / host B per configuration within one run: `compare` on each pair of hosts' rows.
 
     A run that several hosts wrote holds one configuration once per host, and the question is
@@ -463,12 +536,13 @@ def compare_hosts(cells_table: pd.DataFrame, th: Thresholds = DEFAULTS) -> pd.Da
     rows against the other's; their host sets differ, so `compare` matches on MATCH alone.
     With more than two hosts every pair is compared, in sorted host order, the first of the
     pair as A (`host_a`, `host_b` lead each row); fewer than two hosts give an empty table.
+    `floors` (host -> noise floor) gives configurations with 1 trial a side a verdict, as in `compare`.
     """
     hosts = sorted(str(host) for host in cells_table["host"].unique())
     by_host = {host: cells_table[cells_table["host"].astype(str) == host] for host in hosts}
     parts = []
     for host_a, host_b in itertools.combinations(hosts, 2):
-        pair = compare(by_host[host_a], by_host[host_b], th)
+        pair = compare(by_host[host_a], by_host[host_b], th, floors, floors)
         parts.append(pair.assign(host_a=host_a, host_b=host_b))
     columns = ["host_a", "host_b", *MATCH, *COMPARED]
     if not parts:
@@ -489,5 +563,6 @@ def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tu
         flagged = [f"{trial}: {text}" for trial, text in zip(group["trial"], group["flags"]) if text]
         out[key] = (medians[~np.isnan(medians)],
                     {"flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
+                     "hosts": sorted({str(host) for host in group["host"]}),
                      "bp_bytes": int(group["bp_bytes"].iloc[0]), "block_bytes": int(group["block_bytes"].iloc[0])})
     return out

@@ -5,13 +5,15 @@ The slow device is the same loop device with its reads capped by the kernel (cgr
 throttle on the root group, by device number): InnoDB reads its pages with O_DIRECT, so a cap of
 a few hundred reads a second bites once the dataset outgrows the buffer pool — a large effect
 whose direction is known before the run. The cap is on this test's own loop device only and is
-lifted in a `finally`. The false-difference rate of A/A comparisons is measured in
+lifted in a `finally`. The same two runs, one trial a side, must get the same verdict from the
+host's noise floor (`innomatrix noise`). The false-difference rate of A/A comparisons is measured in
 bench/verdicts.py (a test that fails 5 % of the time by design does not belong in `make test`).
 """
 
 from __future__ import annotations
 
 import csv
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -35,11 +37,9 @@ def device_number(device: str) -> str:
 
 
 def compare(run_a: Path, run_b: Path) -> tuple[str, list[dict[str, str]]]:
-    done = subprocess.run([str(ROOT / ".venv/bin/innomatrix"), "compare", str(run_a), str(run_b)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+    printed = innomatrix("compare", str(run_a), str(run_b))
     with (run_a / f"compare-{run_b.name}" / "compare.csv").open() as rows:
-        return done.stdout, list(csv.DictReader(rows))
+        return printed, list(csv.DictReader(rows))
 
 
 @pytest.mark.skipif(not THROTTLE.exists(), reason="no cgroup v1 blkio throttle on this kernel: cannot make a slow device")
@@ -65,4 +65,34 @@ def test_a_device_made_slow_is_found_slower_every_time(env):
     # A/B = as-is ÷ slowed: the device as it is must be the faster one, and the interval agrees.
     assert row["verdict"] == "differs", row
     assert float(row["ratio"]) > 1.2 and float(row["ci_low"]) > 1, row
+
+    # The same answer with one trial a side, judged by the host's noise floor: `noise` measures
+    # it from the as-is run's repeats into host.json, and runs beside it (a copy of each run
+    # holding one repeat) find it there.
+    recorded = innomatrix("noise", str(as_is))
+    assert f"recorded in {as_is / 'localhost' / 'host.json'}" in recorded, recorded
+    one_a, one_b, one_a_again = (one_repeat(as_is, 1), one_repeat(slowed, 1), one_repeat(as_is, 2))
+    printed, [row] = compare(one_a, one_b)
+    print(f"known answer, 1 trial a side: {float(row['ratio']):.2f} "
+          f"(95 % CI {float(row['ci_low']):.2f}–{float(row['ci_high']):.2f}), {row['verdict']} ({row['interval_from']})")
+    assert row["interval_from"] == "host noise floor" and "host floors (innomatrix noise)" in printed, printed
+    assert row["verdict"] == "differs" and float(row["ci_low"]) > 1, row
+    # Two repeats of the floor's own run: with 3 trials, no two can be further apart than the
+    # floor's interval allows, so A/A here is "no difference" whatever the device did.
+    _, [row] = compare(one_a, one_a_again)
+    assert (row["interval_from"], row["verdict"]) == ("host noise floor", "no difference"), row
     assert env.stray_processes() == []
+
+
+def innomatrix(*args: str) -> str:
+    done = subprocess.run([str(ROOT / ".venv/bin/innomatrix"), *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def one_repeat(run: Path, repeat: int) -> Path:
+    """A copy of `run` beside it holding only repeat `repeat` of each configuration."""
+    copy = run.with_name(f"{run.name}-r{repeat}")
+    shutil.copytree(run, copy, ignore=lambda _, names: [n for n in names if n.startswith("r") and n[1:].isdigit()
+                                                        and n != f"r{repeat}"])
+    return copy

@@ -110,7 +110,7 @@ def test_compare_gives_no_verdict_with_one_trial_a_side(tmp_path, capsys):
     assert stdout.splitlines()[0] == ("5 matching configurations, 0 differ (95 % CI excludes 1), 5 without a verdict "
                                       "(1 trial on a side: run-to-run variance unknown)")
     assert stdout.splitlines()[1] == ("noise floor: unknown (no configuration has 2 trials that ended ok: run with "
-                                      "repeats=3 or more)")
+                                      "repeats=3 or more, or measure the host's floor once with innomatrix noise)")
     table = pd.read_csv(a / "compare-one-b" / "compare.csv")
     assert not table["differs"].any() and table["ci_low"].isna().all()
     assert table.loc[table["bp_size"] == "256M", "ratio"].max() == pytest.approx(1.2, abs=0.03)

@@ -4,6 +4,7 @@ What `report RUN` writes (into RUN unless told otherwise):
     summary.csv  cells.parquet  intervals.parquet  report.html  plots/*.png  tables/*.csv  tables/*.md
 What `compare RUN_A RUN_B` writes (into RUN_A/compare-<name of RUN_B> unless told otherwise):
     compare.csv  compare.md  compare.html  plots/compare_ratios.png
+What `noise RUN` writes: each host's noise floor into RUN/<host>/host.json (report/noise_floors.py).
 What `compare RUN --by host` writes (into RUN/compare-hosts unless told otherwise):
     host_compare.csv  host_compare.md  hosts.csv  hosts.md  host_compare.html  plots/host_compare_ratios.png
 A report of a run of two or more hosts adds tables/hosts.* and tables/host_compare.*, from the
@@ -13,6 +14,7 @@ same functions.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import time
 from collections.abc import Callable
@@ -28,6 +30,7 @@ import pyarrow.parquet as pq
 from innomatrix import frame as frames
 from innomatrix import layout, stats
 from innomatrix.report import html, plots, tables
+from innomatrix.report import noise_floors
 
 Say = Callable[[str], None]
 INTERVAL_DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
@@ -94,8 +97,9 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     flagged = int(cells["flagged"].sum())
     written.lines = [f"{len(cells)} trial{'' if len(cells) == 1 else 's'}, {flagged} flagged"]
     floor = stats.noise_floor(cells, confidence=thresholds.confidence)
-    if floor.configurations:
-        written.lines.append(tables.noise_note(floor))
+    host_floors = by_host.floors if by_host else noise_floors.floors_for(run, _hosts(cells))
+    if floor.configurations or host_floors:
+        written.lines.append(tables.noise_note(floor, host_floors.values()))
     written.lines.append("")
     for table in built:
         written.lines += [f"{table.title}", tables.markdown(table.display), ""]
@@ -111,9 +115,11 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     out = Path(out_dir) if out_dir is not None else a / f"compare-{b.name}"
     frame_a, frame_b = load(a, say), load(b, say)
     cells_a, cells_b = stats.cells(frame_a, thresholds), stats.cells(frame_b, thresholds)
-    comparison = stats.compare(cells_a, cells_b, thresholds)
+    floors_a, floors_b = noise_floors.floors_for(a, _hosts(cells_a)), noise_floors.floors_for(b, _hosts(cells_b))
+    comparison = stats.compare(cells_a, cells_b, thresholds, floors_a, floors_b)
     floor = stats.noise_floor(cells_a, cells_b, confidence=thresholds.confidence)
-    table = tables.compare_table(comparison, a.name, b.name, floor)
+    host_floors = [*floors_a.values(), *floors_b.values()]
+    table = tables.compare_table(comparison, a.name, b.name, floor, host_floors)
     figure = plots.compare_bars(comparison, a.name, b.name)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "compare.html", cells=comparison)
@@ -122,7 +128,7 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
         written.files += _write_plots([figure], out / "plots", prune=False)
     written.html.write_text(html.compare_document(a.name, b.name, table, figure, thresholds.describe()))
     written.files.append(written.html)
-    written.lines = [_verdict_line(comparison), tables.noise_note(floor), "",
+    written.lines = [_verdict_line(comparison), tables.noise_note(floor, host_floors), "",
                      tables.markdown(table.display), "", *table.notes, "", f"compare: {written.html}"]
     return written
 
@@ -152,9 +158,47 @@ def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: S
     written.html.write_text(html.host_compare_document(run.name, by_host.compare, figure, by_host.hosts,
                                                        thresholds.describe()))
     written.files.append(written.html)
-    written.lines = [_verdict_line(comparison, hosts), tables.noise_note(floor), "", *by_host.lines(), "",
+    written.lines = [_verdict_line(comparison, hosts), tables.noise_note(floor, by_host.floors.values()), "", *by_host.lines(), "",
                      f"compare: {written.html}"]
     return written
+
+
+@dataclass
+class Recorded:
+    """What `noise` found and kept: the floors, and the lines the command prints."""
+
+    floors: list[stats.HostFloor]
+    lines: list[str] = field(default_factory=list)
+
+
+def noise(run_dir: str | Path, say: Say | None = None, thresholds: stats.Thresholds = stats.DEFAULTS,
+          now: dt.datetime | None = None) -> Recorded:
+    """Each host's run-to-run noise floor from a run of repeated configurations, kept in its host.json."""
+    run = Path(run_dir)
+    cells = stats.cells(load(run, say), thresholds)
+    try:
+        floors = noise_floors.measure(run, cells, now or dt.datetime.now(dt.timezone.utc))
+        recorded = Recorded(floors)
+        for floor in floors:
+            measured_on = noise_floors.configurations(cells, floor.host)
+            path, replaced = noise_floors.record(run, floor, measured_on)
+            # 1 trial a side is judged by this floor; 3 and 5 by their own trials, at this spread.
+            effects = ", ".join(
+                f"{r} trial{'s' if r > 1 else ''} a side ±{effect:.1%}" for r, effect in (
+                    (1, stats.minimum_detectable_effect(floor.sd_log, 1, thresholds.confidence, floor.df)),
+                    *((r, stats.minimum_detectable_effect(floor.sd_log, r, thresholds.confidence)) for r in (3, 5))))
+            recorded.lines += [
+                f"{floor.host}: run-to-run CoV of the trial medians {floor.cov:.1%} from {floor.trials} trials of "
+                f"{', '.join(measured_on)} on {floor.device}",
+                f"  a difference within this cannot show: {effects}",
+                f"  recorded in {path}" + (f" (replacing the floor measured {replaced.get('measured')})"
+                                           if isinstance(replaced, dict) else ""),
+            ]
+    except (noise_floors.NoiseError, OSError, ValueError) as exc:
+        raise ReportError(str(exc)) from None
+    recorded.lines.append("Runs beside this one in the same results directory, on the same host and device, now judge "
+                          "configurations with 1 trial a side against it.")
+    return recorded
 
 
 def _verdict_line(comparison: pd.DataFrame, hosts: list[str] | None = None) -> str:
@@ -183,6 +227,7 @@ class HostTables:
     comparison: pd.DataFrame
     compare: tables.Table
     hosts: tables.Table
+    floors: stats.Floors
 
     @property
     def both(self) -> tuple[tables.Table, tables.Table]:
@@ -197,10 +242,12 @@ class HostTables:
 
 def _host_tables(run: Path, cells: pd.DataFrame, thresholds: stats.Thresholds) -> HostTables:
     """Both host tables from the one cells table (and each host's host.json for the Hosts table)."""
-    comparison = stats.compare_hosts(cells, thresholds)
+    floors = noise_floors.floors_for(run, _hosts(cells))
+    comparison = stats.compare_hosts(cells, thresholds, floors)
     floor = stats.noise_floor(cells, confidence=thresholds.confidence)
     sessions, notes = host_sessions(run, _hosts(cells))
-    return HostTables(comparison, tables.host_compare_table(comparison, floor), tables.hosts_table(sessions, notes))
+    return HostTables(comparison, tables.host_compare_table(comparison, floor, floors.values()),
+                      tables.hosts_table(sessions, notes), floors)
 
 
 def host_sessions(run: Path, hosts: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:

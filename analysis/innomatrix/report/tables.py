@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from innomatrix.stats import MATCH, NoiseFloor
+from innomatrix import stats
+from innomatrix.stats import FROM_FLOORS, MATCH, HostFloor, NoiseFloor
 
 FLAG_MARK = "*"
 # The columns that name a configuration in a comparison, in the order they are shown
@@ -320,21 +322,35 @@ def steady_table(cells: pd.DataFrame) -> Table:
     return Table("steady_state", "Steady state (SNIA-style, on throughput rounds)", data, display)
 
 
-def noise_note(floor: NoiseFloor) -> str:
-    """One line on what run-to-run noise lets a comparison of these runs see."""
-    if not floor.configurations:
-        return "noise floor: unknown (no configuration has 2 trials that ended ok: run with repeats=3 or more)"
-    line = (f"noise floor: run-to-run CoV of the trial medians {floor.cov:.1%} (pooled over "
-            f"{floor.configurations} configuration{'s' if floor.configurations != 1 else ''})")
-    if floor.repeats < 2:
-        return line + "; with 1 trial on a side a configuration gets no verdict"
-    return line + f"; at {floor.repeats} trials a side, a difference within ±{floor.detectable:.1%} cannot show"
+def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
+    """One line on what run-to-run noise lets a comparison of these runs see: from their own
+    repeats, and from the hosts' noise floors (`innomatrix noise`) where there are none."""
+    host_floors = list(dict.fromkeys(host_floors))  # one line per floor, though both sides share it
+    if floor.configurations:
+        line = (f"noise floor: run-to-run CoV of the trial medians {floor.cov:.1%} (pooled over "
+                f"{floor.configurations} configuration{'s' if floor.configurations != 1 else ''})")
+        if floor.repeats >= 2:
+            line += f"; at {floor.repeats} trials a side, a difference within ±{floor.detectable:.1%} cannot show"
+        elif not host_floors:
+            line += "; with 1 trial on a side a configuration gets no verdict"
+    elif host_floors:
+        line = "noise floor: no configuration has 2 trials that ended ok"
+    else:
+        return ("noise floor: unknown (no configuration has 2 trials that ended ok: run with repeats=3 or more, "
+                "or measure the host's floor once with innomatrix noise)")
+    if host_floors:
+        line += ("; host floors (innomatrix noise), which judge 1 trial a side: " + "; ".join(
+            f"{measured.describe()}, a difference within "
+            f"±{stats.minimum_detectable_effect(measured.sd_log, 1, df=measured.df):.1%} cannot show"
+            for measured in host_floors))
+    return line
 
 
-def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor) -> Table:
+def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor,
+                  host_floors: Iterable[HostFloor] = ()) -> Table:
     keys = [c for c in COMPARE_KEYS if c in comparison]
-    columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "a_trials",
-               "b_trials", "only_in", "a_flags", "b_flags"]
+    columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
+               "a_trials", "b_trials", "only_in", "a_flags", "b_flags"]
     data = comparison[columns]
     display = pd.DataFrame({key: data[key] for key in keys})
     display["unit"] = data["unit"]
@@ -344,12 +360,14 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
     display["95 % CI"] = [f"{fmt(lo, 3)} – {fmt(hi, 3)}" if not pd.isna(lo) else "–"
                           for lo, hi in zip(data["ci_low"], data["ci_high"])]
     display["trials"] = [f"{a}/{b}" for a, b in zip(data["a_trials"], data["b_trials"])]
-    display["verdict"] = data["verdict"]
+    display["verdict"] = [f"{verdict} ({FROM_FLOORS})" if source == FROM_FLOORS else verdict
+                          for verdict, source in zip(data["verdict"], data["interval_from"])]
     notes = [("A and B: the median of each configuration's trial medians (trials that ended ok). A/B = ratio of "
               "the geometric means of the trial medians; 95 % CI: Welch's t interval on their logarithms, so it "
               "measures run-to-run "
               "variance (trials, not intervals, are the independent units); `differs` only when it excludes 1, "
-              "and no verdict with 1 trial on a side."), noise_note(floor)]
+              "and with 1 trial on a side a verdict only from the hosts' noise floors (marked), else none."),
+             noise_note(floor, host_floors)]
     flagged = dict.fromkeys(text for row in data.itertuples() for text in (row.a_flags, row.b_flags) if text)
     if flagged:
         notes.append(f"{FLAG_MARK} flagged: " + " | ".join(flagged))
@@ -360,9 +378,9 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
     return Table("compare", f"Ratio A/B of median throughput: {name_a} / {name_b}", data, display, notes)
 
 
-def host_compare_table(comparison: pd.DataFrame, floor: NoiseFloor) -> Table:
+def host_compare_table(comparison: pd.DataFrame, floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> Table:
     """The host-vs-host table of one run (stats.compare_hosts): the compare table, A and B named on each row."""
-    table = compare_table(comparison, "host_a", "host_b", floor)
+    table = compare_table(comparison, "host_a", "host_b", floor, host_floors)
     notes = [*table.notes, "Every pair of hosts, in sorted host order: the first of the pair is A."]
     return dataclasses.replace(table, name="host_compare", notes=notes,
                                title="Host vs host: ratio A/B of median throughput within the run")
