@@ -6,7 +6,8 @@
 3. Fidelity: median tps of an orchestrated cell ÷ median tps of the same sysbench command run by
    hand against the same my.cnf and the same pristine datadir; and by hand with the suite's
    collectors ÷ without them. Each in ABBA order, 8 pairs, with a 95 % interval; and the CPU the
-   suite's own processes took while the driver ran (pidstat).
+   suite's own processes took while the driver ran (pidstat). `figures.py collectors` runs the
+   collectors part alone, with 10 pairs.
 4. Fleet (`figures.py fleet`): the fixed cost per cell of one small matrix (4 cells) run on
    localhost and on a remote host over SSH (a podman container, tests/e2e/remote_hosts.py), and
    the seconds and bytes it takes to bring one cell home (pack, fetch, check and publish); and
@@ -156,8 +157,9 @@ def abba(pairs: int, first: Callable[[], float], second: Callable[[], float], na
     return ratios
 
 
-def fidelity(pairs: int = 8) -> None:
-    """Orchestrated ÷ by hand, and by hand with the collectors ÷ without them, ABBA."""
+def fidelity(pairs: int = 8, suite_part: bool = True) -> None:
+    """Orchestrated ÷ by hand, and by hand with the collectors ÷ without them, ABBA; without
+    `suite_part`, only the collectors."""
     one_cell = ["-e", "run_name=bench-fidelity", "-e", "filesystems=xfs", "-e", "variants=A",
                 "-e", f"bp_sizes={DEMO['bp_sizes'][0]}", "-e", "force=true"]
     trial_dir = RESULTS / f"bench-fidelity/localhost/xfs/oltp/A/bp-{DEMO['bp_sizes'][0]}/t{DEMO['threads'][0]}/r1"
@@ -174,13 +176,16 @@ def fidelity(pairs: int = 8) -> None:
         shares.append(seen)
         return json.loads((trial_dir / "trial.json").read_text())["summary"]["throughput_median"]
 
-    print("orchestrated vs by hand:")
-    suite = abba(pairs, orchestrated, lambda: by_hand(trial_dir, pristine, device), ("orchestrated", "by hand"))
+    if suite_part:
+        print("orchestrated vs by hand:")
+        suite = abba(pairs, orchestrated, lambda: by_hand(trial_dir, pristine, device), ("orchestrated", "by hand"))
     print("collectors on vs off (by hand):")
     collectors = abba(pairs, lambda: by_hand(trial_dir, pristine, device, collect=True),
                       lambda: by_hand(trial_dir, pristine, device), ("collectors on", "off"))
-    print(f"fidelity (orchestrated ÷ by hand): {ratio_interval(suite)}")
     print(f"collectors on ÷ off: {ratio_interval(collectors)}")
+    if not suite_part:
+        return
+    print(f"fidelity (orchestrated ÷ by hand): {ratio_interval(suite)}")
     print("CPU while the driver ran (orchestrated trials, median over them; % of one core, the host has "
           f"{os.cpu_count()}):")
     for command in sorted({c for seen in shares for c in seen}, key=lambda c: -statistics.median(s.get(c, 0.0) for s in shares)):
@@ -345,6 +350,8 @@ if __name__ == "__main__":
         figures_from_matrix()
     if "fidelity" in parts:
         fidelity()
+    if "collectors" in parts:
+        fidelity(pairs=10, suite_part=False)
     if "fleet" in parts:
         fleet()
     if "servers" in parts:

@@ -13,10 +13,10 @@ one configuration is the natural input):
   that run-to-run noise alone gives (with 1 trial a side there is no verdict at all).
 
 --live is the check beside the simulated pairs: the demo's xfs configurations (variants A and C,
-both buffer pools: 4 cells) run twice, unchanged, 3 interleaved repeats each, on the demo device;
-then `innomatrix compare` of the two runs (A/A: how many of the 4 say "differs"), `innomatrix
-noise` on the first, and every 1-trial-a-side A/A pair across the runs (trial i of one against
-trial j of the other) judged by that host floor, as a 1-trial run would be.
+both buffer pools: 4 cells) run three times, unchanged, 3 interleaved repeats each, on the demo
+device; then `innomatrix compare` of the first two (A/A: how many of the 4 say "differs"),
+`innomatrix noise` on those two, and every 1-trial-a-side A/A pair of the third run's trials
+against the first two's, judged by that host floor, as a 1-trial run would be.
 
 Prints the figures; asserts nothing (the known-answer tests are tests/unit/test_stats.py,
 tests/unit/test_noise_floor.py and tests/e2e/test_known_answers.py).
@@ -35,9 +35,8 @@ import numpy as np
 from innomatrix import frame, report, stats
 
 ROOT = Path(__file__).resolve().parents[1]
-LIVE_RUNS = ("bench-aa-1", "bench-aa-2")
-LIVE_KNOBS = ["-e", "@inventory/demo.yml", "-e", "filesystems=xfs", "-e", "repeats=3", "-e", "force=true",
-              "-e", "report=false"]
+LIVE_RUNS = ("bench-aa-1", "bench-aa-2", "bench-aa-3")
+LIVE_KNOBS = ["-e", "@inventory/demo.yml", "-e", "filesystems=xfs", "-e", "repeats=3", "-e", "report=false"]
 
 PAIRS = 4000
 REPEATS = (2, 3, 5)
@@ -62,31 +61,35 @@ def false_difference_rate(pool: np.ndarray, repeats: int, rng: np.random.Generat
 
 
 def live_aa() -> list[str]:
-    """The demo's xfs cells twice, unchanged; compare, noise floor, 1-trial pairs by the floor."""
+    """The demo's xfs cells in three runs, unchanged; compare two, a floor from those two, and
+    the third run's trials one a side against theirs, judged by that floor."""
     results = ROOT / "results"
     for name in LIVE_RUNS:
-        print(f"running {name} (4 configurations x 3 interleaved repeats) ...", flush=True)
+        # Without force=true a run already complete runs nothing: delete results/bench-aa-* to measure anew.
+        print(f"running {name} (4 configurations x 3 interleaved repeats; finished cells are kept) ...", flush=True)
         subprocess.run([str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", *LIVE_KNOBS, "-e", f"run_name={name}"],
                        cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
-    first, second = (results / name for name in LIVE_RUNS)
+    first, second, third = (results / name for name in LIVE_RUNS)
     compared = report.compare(first, second)
     print(f"live A/A, 3 repeats a side: {compared.lines[0]}")
     print(f"  {compared.lines[1]}")
     for row in compared.cells.itertuples():
         print(f"  {row.variant} {row.bp_size}: A/A {row.ratio:.3f} (95 % CI {row.ci_low:.3f}-{row.ci_high:.3f}) {row.verdict}")
-    for line in report.noise(first).lines[:2]:
+    for line in report.noise(first, second).lines[:2]:
         print(f"  {line}")
-    cells_a, cells_b = (stats.cells(frame.load(run)) for run in (first, second))
-    floors = report.noise_floors.floors_for(second, ["localhost"])
+    floor = report.noise_floors.floors_for(third, ["localhost"])["localhost"]
+    cells = {run: stats.cells(frame.load(run)) for run in (first, second, third)}
+    ok = {run: table[table["status"] == "ok"] for run, table in cells.items()}
     pairs = differs = 0
-    for key, group in cells_a[cells_a["status"] == "ok"].groupby(["variant", "bp_size"]):
-        other = cells_b[(cells_b["status"] == "ok") & (cells_b["variant"] == key[0]) & (cells_b["bp_size"] == key[1])]
-        for a, b in itertools.product(group["throughput_median"], other["throughput_median"]):
-            verdict = stats.between_runs(np.array([a]), np.array([b]), floors=(floors["localhost"],) * 2)
-            pairs, differs = pairs + 1, differs + verdict.differs
-    print(f"live A/A, 1 trial a side judged by the host floor: 'differs' in {differs} of {pairs} pairs "
-          f"({differs / pairs:.1%}; pairs share trials, so this is a check, not a rate)")
-    return [str(first), str(second)]
+    for key, group in ok[third].groupby(["variant", "bp_size"]):
+        for earlier in (first, second):
+            other = ok[earlier][(ok[earlier]["variant"] == key[0]) & (ok[earlier]["bp_size"] == key[1])]
+            for a, b in itertools.product(group["throughput_median"], other["throughput_median"]):
+                verdict = stats.between_runs(np.array([a]), np.array([b]), floors=(floor, floor))
+                pairs, differs = pairs + 1, differs + verdict.differs
+    print(f"live A/A, 1 trial a side, {third.name} against the two runs the floor came from: 'differs' in "
+          f"{differs} of {pairs} pairs ({differs / pairs:.1%}; pairs share trials, so this is a check, not a rate)")
+    return [str(first), str(second), str(third)]
 
 
 def main(runs: list[str]) -> int:

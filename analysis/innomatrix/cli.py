@@ -99,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_noise(args: argparse.Namespace) -> int:
     from innomatrix import report
 
-    return _run_report(lambda: report.noise(args.run, say=_say))
+    return _run_report(lambda: report.noise(*args.runs, say=_say))
 
 
 def _usage(message: str) -> int:
@@ -135,9 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", metavar="DIR",
                    help="where to write (default: RUN_A/compare-<name of RUN_B>; with --by host, RUN_A/compare-hosts)")
     c.set_defaults(func=cmd_compare)
-    n = sub.add_parser("noise", help="each host's run-to-run noise floor from a run of repeated configurations, "
+    n = sub.add_parser("noise", help="each host's run-to-run noise floor from runs of repeated configurations, "
                                      "kept in its host.json for runs with 1 trial a side")
-    n.add_argument("run", metavar="RUN", help="a run of one configuration with repeats=5 or more, e.g. results/noise")
+    n.add_argument("runs", metavar="RUN", nargs="+",
+                   help="runs of one configuration with repeats=4 or more, two or more of them, e.g. results/noise-1")
     n.set_defaults(func=cmd_noise)
     return parser
 

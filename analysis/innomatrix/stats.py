@@ -171,7 +171,7 @@ class HostFloor:
     host: str
     device: str          # the device identity it was measured on (host.json's device.identity)
     sd_log: float        # pooled standard deviation of the log trial medians
-    df: int              # its degrees of freedom: trials - configurations
+    df: int              # its degrees of freedom: runs - 1 (how far a whole run moves is known from the runs only)
     trials: int
     run: str             # the run it was measured from
     measured: str        # when `innomatrix noise` recorded it (UTC, ISO 8601)

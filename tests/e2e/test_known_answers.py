@@ -67,9 +67,10 @@ def test_a_device_made_slow_is_found_slower_every_time(env):
     assert float(row["ratio"]) > 1.2 and float(row["ci_low"]) > 1, row
 
     # The same answer with one trial a side, judged by the host's noise floor: `noise` measures
-    # it from the as-is run's repeats into host.json, and runs beside it (a copy of each run
-    # holding one repeat) find it there.
-    recorded = innomatrix("noise", str(as_is))
+    # it from two unchanged runs (as-is and one more) into host.json, and runs beside them (a
+    # copy of each run holding one repeat) find it there.
+    ok(env.play(*KNOBS, "-e", "run_name=as-is-again"))
+    recorded = innomatrix("noise", str(as_is), str(env.results / "as-is-again"))
     assert f"recorded in {as_is / 'localhost' / 'host.json'}" in recorded, recorded
     one_a, one_b, one_a_again = (one_repeat(as_is, 1), one_repeat(slowed, 1), one_repeat(as_is, 2))
     printed, [row] = compare(one_a, one_b)
@@ -77,8 +78,8 @@ def test_a_device_made_slow_is_found_slower_every_time(env):
           f"(95 % CI {float(row['ci_low']):.2f}–{float(row['ci_high']):.2f}), {row['verdict']} ({row['interval_from']})")
     assert row["interval_from"] == "host noise floor" and "host floors (innomatrix noise)" in printed, printed
     assert row["verdict"] == "differs" and float(row["ci_low"]) > 1, row
-    # Two repeats of the floor's own run: with 3 trials, no two can be further apart than the
-    # floor's interval allows, so A/A here is "no difference" whatever the device did.
+    # Two repeats of a run the floor came from: with 1 degree of freedom (2 runs) its interval
+    # is wide, and no two of its own trials can fall outside it.
     _, [row] = compare(one_a, one_a_again)
     assert (row["interval_from"], row["verdict"]) == ("host noise floor", "no difference"), row
     assert env.stray_processes() == []

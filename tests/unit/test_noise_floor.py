@@ -102,52 +102,77 @@ def test_minimum_detectable_effect_at_one_trial_needs_the_floors_degrees_of_free
 
 # --- measured, kept and found (files) ------------------------------------------------------------
 
-def test_noise_records_the_floor_in_host_json_and_keeps_every_session(tmp_path, capsys):
-    run = repeated_run(tmp_path / "noise", 1000.0, repeats=6)
-    recorded = report.noise(run, now=NOW)
+def noise_runs(results: Path, name: str, runs: int, level: float = 1000.0, repeats: int = 3, seed: int = 0,
+               **options) -> list[Path]:
+    """`runs` unchanged runs of one configuration, as `innomatrix noise` wants them."""
+    return [repeated_run(results / f"{name}-{index}", level, repeats, seed=seed * 10 + index, **options)
+            for index in range(1, runs + 1)]
+
+
+def test_noise_records_the_floor_in_each_runs_host_json_and_keeps_every_session(tmp_path):
+    runs = noise_runs(tmp_path, "noise", 2)
+    recorded = report.noise(*runs, now=NOW)
     [found] = recorded.floors
-    medians = stats.cells(frame.load(run))["throughput_median"].to_numpy()
+    medians = np.concatenate([stats.cells(frame.load(run))["throughput_median"].to_numpy() for run in runs])
     assert found.sd_log == pytest.approx(float(np.std(np.log(medians), ddof=1)))
-    assert (found.df, found.trials, found.device, found.run) == (5, 6, DEVICE, "noise")
-    kept = json.loads((run / "db1" / "host.json").read_text())
-    assert len(kept["sessions"]) == 1 and kept["noise_floor"]["measured"] == "2026-11-25T16:00:00Z"
-    assert kept["noise_floor"]["configurations"] == ["xfs/oltp/A/64M/2"]
+    # How far a whole run moves is known from the runs only: 2 runs, 1 degree of freedom.
+    assert (found.df, found.trials, found.device, found.run) == (1, 6, DEVICE, "noise-1+noise-2")
+    for run in runs:
+        kept = json.loads((run / "db1" / "host.json").read_text())
+        assert len(kept["sessions"]) == 1 and kept["noise_floor"]["measured"] == "2026-11-25T16:00:00Z"
+        assert kept["noise_floor"]["configurations"] == ["xfs/oltp/A/64M/2"]
     assert recorded.lines[0].startswith(f"db1: run-to-run CoV of the trial medians {found.cov:.1%} from 6 trials")
     assert "1 trial a side ±" in recorded.lines[1]
 
 
-@pytest.mark.parametrize(("repeats", "device", "message"), [
-    (2, DEVICE, "db1 has no configuration with 3 trials that ended ok (at most 2); run one configuration with repeats=5"),
-    (4, None, "host.json: missing; the noise floor belongs to a host and a device"),
+@pytest.mark.parametrize(("runs", "repeats", "drop_host_json", "message"), [
+    (1, 5, False, "db1 ran in 1 of these runs; a floor needs two or more (a whole run moves too)"),
+    (2, 1, False, "db1 has no configuration with 3 trials that ended ok (at most 2); run one configuration with repeats=4"),
+    (2, 3, True, "host.json: missing; the noise floor belongs to a host and a device"),
 ])
-def test_a_run_that_cannot_give_a_floor_is_a_one_line_error(tmp_path, capsys, repeats, device, message):
-    run = repeated_run(tmp_path / "noise", 1000.0, repeats=repeats)
-    if device is None:
-        (run / "db1" / "host.json").unlink()
-    assert cli.main(["noise", str(run)]) == 2
+def test_runs_that_cannot_give_a_floor_are_a_one_line_error(tmp_path, capsys, runs, repeats, drop_host_json, message):
+    made = noise_runs(tmp_path, "noise", runs, repeats=repeats)
+    if drop_host_json:
+        (made[0] / "db1" / "host.json").unlink()
+    assert cli.main(["noise", *map(str, made)]) == 2
     _, err = capsys.readouterr()
     [error] = [line for line in err.splitlines() if ": loaded " not in line]  # progress aside: one line
     assert message in error, err
 
 
+def test_a_floor_from_two_runs_holds_how_far_a_whole_run_moves(tmp_path):
+    first = repeated_run(tmp_path / "noise-1", 1000.0, repeats=4, run_to_run=0.01, seed=1)
+    second = repeated_run(tmp_path / "noise-2", 1100.0, repeats=4, run_to_run=0.01, seed=2)  # the whole run 10 % up
+    across = report.noise(first, second, now=NOW).floors[0]
+    within, _, _, _ = stats.pooled_spread(stats.cells(frame.load(first)))
+    assert across.sd_log > 3 * within
+
+
+def test_runs_of_one_host_on_two_devices_give_no_floor(tmp_path, capsys):
+    first = repeated_run(tmp_path / "noise-1", 1000.0, repeats=3, seed=1)
+    second = repeated_run(tmp_path / "noise-2", 1000.0, repeats=3, seed=2, device="ata:SATA-SSD-1")
+    assert cli.main(["noise", str(first), str(second)]) == 2
+    _, err = capsys.readouterr()
+    assert (f"db1 ran on more than one device in these runs ({DEVICE} in noise-1, ata:SATA-SSD-1 in noise-2): "
+            "a floor belongs to one device") in err
+    assert "noise_floor" not in json.loads((first / "db1" / "host.json").read_text())
+
+
 def test_later_runs_find_the_newest_floor_of_their_host_and_device_only(tmp_path):
     results = tmp_path / "results"
-    old = repeated_run(results / "noise-old", 1000.0, repeats=4, run_to_run=0.10, seed=1)
-    report.noise(old, now=NOW - dt.timedelta(days=1))
-    new = repeated_run(results / "noise-new", 1000.0, repeats=4, run_to_run=0.02, seed=2)
-    report.noise(new, now=NOW)
-    other_device = repeated_run(results / "noise-sata", 1000.0, repeats=4, seed=3, device="ata:SATA-SSD-1")
-    report.noise(other_device, now=NOW + dt.timedelta(days=1))
+    report.noise(*noise_runs(results, "noise-old", 2, seed=1, run_to_run=0.10), now=NOW - dt.timedelta(days=1))
+    report.noise(*noise_runs(results, "noise-new", 2, seed=2, run_to_run=0.02), now=NOW)
+    report.noise(*noise_runs(results, "noise-sata", 2, seed=3, device="ata:SATA-SSD-1"), now=NOW + dt.timedelta(days=1))
     single = repeated_run(results / "single", 1000.0, repeats=1, seed=4)
     floors = noise_floors.floors_for(single, ["db1"])
-    assert floors["db1"].run == "noise-new"
+    assert floors["db1"].run == "noise-new-1+noise-new-2"
     elsewhere = repeated_run(tmp_path / "elsewhere" / "single", 1000.0, repeats=1, seed=5)
     assert noise_floors.floors_for(elsewhere, ["db1"]) == {}
 
 
 def test_compare_of_one_trial_runs_judges_by_the_floor_and_says_so(tmp_path, capsys):
     results = tmp_path / "results"
-    report.noise(repeated_run(results / "noise", 1000.0, repeats=6, run_to_run=0.03), now=NOW)
+    report.noise(*noise_runs(results, "noise", 5, run_to_run=0.03), now=NOW)
     repeated_run(results / "fast", 1500.0, repeats=1, seed=11)
     repeated_run(results / "slow", 1000.0, repeats=1, seed=12)
     assert cli.main(["compare", str(results / "fast"), str(results / "slow")]) == 0
@@ -163,7 +188,7 @@ def test_compare_of_one_trial_runs_judges_by_the_floor_and_says_so(tmp_path, cap
 
 def test_host_vs_host_with_one_trial_each_is_judged_by_both_hosts_floors(tmp_path, capsys):
     results = tmp_path / "results"
-    report.noise(repeated_run(results / "noise", 1000.0, repeats=5, hosts=("db1", "db2")), now=NOW)
+    report.noise(*noise_runs(results, "noise", 3, hosts=("db1", "db2")), now=NOW)
     repeated_run(results / "fleet", 1000.0, repeats=1, hosts=("db1", "db2"), seed=21)
     assert cli.main(["compare", str(results / "fleet"), "--by", "host"]) == 0
     out, _ = capsys.readouterr()

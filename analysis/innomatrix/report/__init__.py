@@ -4,7 +4,7 @@ What `report RUN` writes (into RUN unless told otherwise):
     summary.csv  cells.parquet  intervals.parquet  report.html  plots/*.png  tables/*.csv  tables/*.md
 What `compare RUN_A RUN_B` writes (into RUN_A/compare-<name of RUN_B> unless told otherwise):
     compare.csv  compare.md  compare.html  plots/compare_ratios.png
-What `noise RUN` writes: each host's noise floor into RUN/<host>/host.json (report/noise_floors.py).
+What `noise RUN [RUN ...]` writes: each host's noise floor into each RUN/<host>/host.json (report/noise_floors.py).
 What `compare RUN --by host` writes (into RUN/compare-hosts unless told otherwise):
     host_compare.csv  host_compare.md  hosts.csv  hosts.md  host_compare.html  plots/host_compare_ratios.png
 A report of a run of two or more hosts adds tables/hosts.* and tables/host_compare.*, from the
@@ -171,17 +171,17 @@ class Recorded:
     lines: list[str] = field(default_factory=list)
 
 
-def noise(run_dir: str | Path, say: Say | None = None, thresholds: stats.Thresholds = stats.DEFAULTS,
+def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thresholds = stats.DEFAULTS,
           now: dt.datetime | None = None) -> Recorded:
-    """Each host's run-to-run noise floor from a run of repeated configurations, kept in its host.json."""
-    run = Path(run_dir)
-    cells = stats.cells(load(run, say), thresholds)
+    """Each host's run-to-run noise floor from runs of repeated configurations, kept in the
+    host.json of each run it was measured from."""
+    runs = [Path(run_dir) for run_dir in run_dirs]
+    cells = pd.concat([stats.cells(load(run, say), thresholds) for run in runs], ignore_index=True)
     try:
-        floors = noise_floors.measure(run, cells, now or dt.datetime.now(dt.timezone.utc))
+        floors = noise_floors.measure(runs, cells, now or dt.datetime.now(dt.timezone.utc))
         recorded = Recorded(floors)
         for floor in floors:
             measured_on = noise_floors.configurations(cells, floor.host)
-            path, replaced = noise_floors.record(run, floor, measured_on)
             # 1 trial a side is judged by this floor; 3 and 5 by their own trials, at this spread.
             effects = ", ".join(
                 f"{r} trial{'s' if r > 1 else ''} a side ±{effect:.1%}" for r, effect in (
@@ -189,14 +189,18 @@ def noise(run_dir: str | Path, say: Say | None = None, thresholds: stats.Thresho
                     *((r, stats.minimum_detectable_effect(floor.sd_log, r, thresholds.confidence)) for r in (3, 5))))
             recorded.lines += [
                 f"{floor.host}: run-to-run CoV of the trial medians {floor.cov:.1%} from {floor.trials} trials of "
-                f"{', '.join(measured_on)} on {floor.device}",
+                f"{', '.join(measured_on)} in {len(runs)} run{'s' if len(runs) > 1 else ''} on {floor.device}",
                 f"  a difference within this cannot show: {effects}",
-                f"  recorded in {path}" + (f" (replacing the floor measured {replaced.get('measured')})"
-                                           if isinstance(replaced, dict) else ""),
             ]
+            for run in runs:
+                if not (run / floor.host).is_dir():
+                    continue
+                path, replaced = noise_floors.record(run, floor, measured_on)
+                recorded.lines.append(f"  recorded in {path}" + (
+                    f" (replacing the floor measured {replaced.get('measured')})" if isinstance(replaced, dict) else ""))
     except (noise_floors.NoiseError, OSError, ValueError) as exc:
         raise ReportError(str(exc)) from None
-    recorded.lines.append("Runs beside this one in the same results directory, on the same host and device, now judge "
+    recorded.lines.append("Runs beside these in the same results directory, on the same host and device, now judge "
                           "configurations with 1 trial a side against it.")
     return recorded
 

@@ -1,11 +1,16 @@
 """`innomatrix noise RUN`: a host's run-to-run noise floor, recorded where later runs find it.
 
 A comparison with one trial a side has no spread of its own to judge a difference by. The floor
-gives it one: run one configuration several times on a host (a run made with repeats=5 or more),
-and `noise` pools the spread of the trial medians per host and writes it into that run's
-<host>/host.json under `noise_floor`, with the device it was measured on. A later report or
-compare finds, for each host of its runs, the newest floor of the same host and device among
-the runs beside it (the same results directory), and judges 1-trial sides against it.
+gives it one: run one configuration several times on a host, in two or more runs, and `noise`
+pools the spread of each configuration's trial medians across the runs, per host, and writes it
+into each run's <host>/host.json under `noise_floor`, with the device it was measured on. A
+later report or compare finds, for each host of its runs, the newest floor of the same host and
+device among the runs beside it (the same results directory), and judges 1-trial sides by it.
+
+A run moves as a whole too (three unchanged runs of the demo here read 589, 535 and 504 tps in
+one cell, each the mean of 3 trials that agreed within 6 %), and how far is known only from the
+runs: the floor's degrees of freedom are runs - 1, not trials - configurations. Two runs give
+an honest but wide interval; five give a useful one.
 """
 
 from __future__ import annotations
@@ -45,20 +50,32 @@ def device_of(run: Path, host: str) -> str:
     return identity
 
 
-def measure(run: Path, cells: pd.DataFrame, now: dt.datetime) -> list[stats.HostFloor]:
-    """Each host's floor from the run's ok trials: configurations with 2 or more trials pooled,
-    at least one of them with MIN_TRIALS."""
+def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[stats.HostFloor]:
+    """Each host's floor from the ok trials of `runs` (`cells`: their cells tables together): each
+    configuration's trials pooled across the runs, configurations with 2 or more trials pooled,
+    at least one of them with MIN_TRIALS, all on one device."""
     floors = []
+    names = "+".join(run.name for run in runs)
     for host in sorted(str(h) for h in cells["host"].unique()):
         mine = cells[cells["host"].astype(str) == host]
         ok = mine[mine["status"] == "ok"]
         most = int(ok.groupby(list(stats.MATCH), sort=False)["throughput_median"].count().max()) if len(ok) else 0
+        ran = [run for run in runs if (run / host).is_dir()]
+        if len(ran) < 2:
+            raise NoiseError(f"{names}: {host} ran in {len(ran)} of these runs; a floor needs two or more (a whole run "
+                             "moves too): run the configuration again under another run_name and pass both")
         if most < MIN_TRIALS:
-            raise NoiseError(f"{run}: {host} has no configuration with {MIN_TRIALS} trials that ended ok (at most "
-                             f"{most}); run one configuration with repeats=5 or more, then innomatrix noise on that run")
-        sd_log, df, _, trials = stats.pooled_spread(mine)
-        floors.append(stats.HostFloor(host=host, device=device_of(run, host), sd_log=sd_log, df=df, trials=trials,
-                                      run=run.name, measured=now.strftime("%Y-%m-%dT%H:%M:%SZ")))
+            raise NoiseError(f"{names}: {host} has no configuration with {MIN_TRIALS} trials that ended ok (at most "
+                             f"{most}); run one configuration with repeats=4 or more, twice, then innomatrix noise on "
+                             "both runs")
+        devices = {run.name: device_of(run, host) for run in runs if (run / host).is_dir()}
+        if len(set(devices.values())) != 1:
+            raise NoiseError(f"{host} ran on more than one device in these runs ("
+                             f"{', '.join(f'{device} in {run}' for run, device in devices.items())}): a floor belongs "
+                             "to one device")
+        sd_log, _, _, trials = stats.pooled_spread(mine)
+        floors.append(stats.HostFloor(host=host, device=next(iter(devices.values())), sd_log=sd_log, df=len(ran) - 1,
+                                      trials=trials, run=names, measured=now.strftime("%Y-%m-%dT%H:%M:%SZ")))
     return floors
 
 
