@@ -127,7 +127,7 @@ def test_noise_records_the_floor_in_each_runs_host_json_and_keeps_every_session(
 
 @pytest.mark.parametrize(("runs", "repeats", "drop_host_json", "message"), [
     (1, 5, False, "db1 ran in 1 of these runs; a floor needs two or more (a whole run moves too)"),
-    (2, 1, False, "db1 has no configuration with 3 trials that ended ok (at most 2); run one configuration with repeats=4"),
+    (2, 1, False, "db1 has no configuration with 3 trials that ended ok (at most 2); run one configuration with repeats=3 or more in two or more runs"),
     (2, 3, True, "host.json: missing; the noise floor belongs to a host and a device"),
 ])
 def test_runs_that_cannot_give_a_floor_are_a_one_line_error(tmp_path, capsys, runs, repeats, drop_host_json, message):

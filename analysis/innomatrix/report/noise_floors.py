@@ -1,4 +1,4 @@
-"""`innomatrix noise RUN`: a host's run-to-run noise floor, recorded where later runs find it.
+"""`innomatrix noise RUN [RUN ...]`: a host's run-to-run noise floor, recorded where later runs find it.
 
 A comparison with one trial a side has no spread of its own to judge a difference by. The floor
 gives it one: run one configuration several times on a host, in two or more runs, and `noise`
@@ -66,9 +66,9 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
                              "moves too): run the configuration again under another run_name and pass both")
         if most < MIN_TRIALS:
             raise NoiseError(f"{names}: {host} has no configuration with {MIN_TRIALS} trials that ended ok (at most "
-                             f"{most}); run one configuration with repeats=4 or more, twice, then innomatrix noise on "
-                             "both runs")
-        devices = {run.name: device_of(run, host) for run in runs if (run / host).is_dir()}
+                             f"{most}); run one configuration with repeats=3 or more in two or more runs, then innomatrix "
+                             "noise on all of them")
+        devices = {run.name: device_of(run, host) for run in ran}
         if len(set(devices.values())) != 1:
             raise NoiseError(f"{host} ran on more than one device in these runs ("
                              f"{', '.join(f'{device} in {run}' for run, device in devices.items())}): a floor belongs "
