@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("noise", help="each host's run-to-run noise floor from runs of repeated configurations, "
                                      "kept in its host.json for runs with 1 trial a side")
     n.add_argument("runs", metavar="RUN", nargs="+",
-                   help="runs of one configuration with repeats=4 or more, two or more of them, e.g. results/noise-1")
+                   help="two or more runs of one configuration with repeats=3 or more, e.g. results/noise-1 results/noise-2")
     n.set_defaults(func=cmd_noise)
     return parser
 
