@@ -47,7 +47,10 @@ from ansible.module_utils.innomatrix_runtime import (
     server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
-from ansible.module_utils.innomatrix_sysbench import INCOMPLETE_LOG, parse_output, stall_flags, summarize, summarize_fileio
+from ansible.module_utils.innomatrix_steady import Rules, Watcher
+from ansible.module_utils.innomatrix_sysbench import (
+    INCOMPLETE_LOG, parse_interval, parse_output, stall_flags, summarize, summarize_fileio,
+)
 
 # What trial.json says about the cell: a server cell has a variant and a buffer pool, a fileio
 # cell a sub-test and a block size (see innomatrix.layout), and null for a variant and buffer pool.
@@ -103,10 +106,71 @@ def wait_for_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict
         raise TrialError(f"{name} exited {code}: {tail(tmp / 'driver.log', 2)}")
 
 
+# How often an adaptive trial looks for new interval lines in the driver's log.
+FOLLOW_POLL_S = 0.2
+
+
 def start_clock(cell: dict, trial: dict) -> None:
     started = utcnow()
     trial["times"]["started"] = iso(started)
     trial["times"]["measure_start"] = iso(started + dt.timedelta(seconds=cell["warmup"]))
+
+
+def follow_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) -> None:
+    """An adaptive trial (warmup=auto, duration=auto): read the intervals as sysbench prints them,
+    start measuring and stop the driver when the rules say so (innomatrix_steady.Watcher, the
+    rules the report applies). The driver is stopped right after an interval line, so every line
+    it printed is whole and kept; it prints no end-of-run summary then, which trial.json explains
+    (durations.adaptive.stopped_driver). A driver that ends or dies on its own is judged as in a
+    fixed trial."""
+    watcher = Watcher(Rules.of_cell(cell))
+    log, offset, pending = tmp / "driver.log", 0, b""
+    deadline = time.monotonic() + cell["warmup"] + cell["duration"] + DRIVER_GRACE_S
+    stopped = False
+    while not stopped:
+        running = driver.poll() is None
+        with open(log, "rb") as out:
+            out.seek(offset)
+            chunk = out.read()
+        offset += len(chunk)
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            try:
+                interval = parse_interval(line.decode(errors="replace"))
+            except ValueError:
+                continue  # the summary reads the whole log afterwards and says what is wrong with it
+            if interval and interval["kind"] == "oltp" and watcher.feed(float(interval["t"]), float(interval["tps"])):
+                stopped = running
+                break
+        if stopped or not running:
+            break
+        if time.monotonic() > deadline:
+            end(driver, first=signal.SIGINT)
+            raise TrialError(f"{Path(driver.args[0]).name} did not finish in time and was stopped")
+        time.sleep(FOLLOW_POLL_S)
+    try:
+        if stopped:
+            end(driver, first=signal.SIGINT)
+            trial["times"]["ended"] = iso(utcnow())
+        else:
+            wait_for_driver(driver, cell, tmp, trial)
+    finally:
+        record_decisions(watcher, stopped, trial)
+
+
+def record_decisions(watcher: Watcher, stopped: bool, trial: dict) -> None:
+    """Where the trial started measuring and why, and where it stopped and why, in trial.json."""
+    rules, decided = watcher.rules, watcher.record()
+    if decided["measure_start_s"] is None:  # the driver ended before a warmup was decided
+        decided.update(measure_start_s=rules.warmup_s, warmup_decided_by="max")
+    if decided["ended_by"] is None:  # the driver reached its --time (its last interval may be unprinted)
+        decided.update(end_s=decided["measure_start_s"] + rules.duration_s,
+                       ended_by="max" if rules.duration_auto else "duration")
+    decided.update(stopped_driver=stopped, planned_s=rules.warmup_s + rules.duration_s)
+    started = dt.datetime.fromisoformat(trial["times"]["started"].replace("Z", "+00:00"))
+    trial["times"]["measure_start"] = iso(started + dt.timedelta(seconds=decided["measure_start_s"]))
+    trial["durations"].update(warmup_s=decided["measure_start_s"],
+                              measured_s=decided["end_s"] - decided["measure_start_s"], adaptive=decided)
 
 
 def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
@@ -188,7 +252,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
         start_clock(cell, trial)
         driver = spawn(argv, tmp / "driver.log")
         try:
-            wait_for_driver(driver, cell, tmp, trial)
+            (follow_driver if cell.get("auto") else wait_for_driver)(driver, cell, tmp, trial)
         except TrialError:
             # A driver that failed because the server died under it: the death is the reason.
             if server.alive():
@@ -221,7 +285,7 @@ def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
     """tpmC and New-Order latency from tpcc_start's output; a failed transaction or a [NG]
     transaction mix makes the trial invalid, a [NG] response time is a recorded flag."""
     try:
-        summary = tpcc_parse.summarize(tpcc_parse.parse_output(text), cell["warmup"], cell["report_interval"],
+        summary = tpcc_parse.summarize(tpcc_parse.parse_output(text), trial["durations"]["warmup_s"], cell["report_interval"],
                                       stall_flags=stall_flags)
     except ValueError as exc:
         trial["status"] = "failed"
@@ -244,7 +308,7 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
         return
     try:
         parsed = parse_output(log.read_text(errors="replace"))
-        summary = summarize(parsed["intervals"], cell["warmup"], cell["report_interval"])
+        summary = summarize(parsed["intervals"], trial["durations"]["warmup_s"], cell["report_interval"])
         if cell["workload"] == "fileio":
             trial["fileio"] = summarize_fileio(parsed["intervals"], parsed["summary"], cell["warmup"],
                                                cell["report_interval"], cell["fileio"]["block_bytes"],
@@ -260,7 +324,8 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     if trial["status"] == "ok" and not summary.get("intervals_measured"):
         trial["status"] = "failed"
         trial["reasons"].append("no interval was measured after the warmup")
-    if trial["status"] == "ok" and not parsed["complete"]:
+    stopped_by_suite = (trial["durations"].get("adaptive") or {}).get("stopped_driver")
+    if trial["status"] == "ok" and not parsed["complete"] and not stopped_by_suite:
         trial["status"] = "invalid"
         trial["reasons"].append(INCOMPLETE_LOG)
     if trial["status"] == "ok" and parsed["breaks"]:

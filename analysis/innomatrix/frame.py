@@ -335,6 +335,27 @@ def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, 
         "fileio_run_p99_ms": fileio.get("run_latency_p99_ms"),
         "iostat_truncated": False,
         "iostat_device": "",
+        **_adaptive(durations, float(warmup)),
+    }
+
+
+def _adaptive(durations: dict[str, Any], warmup: float) -> dict[str, Any]:
+    """How the trial's warmup and duration were decided: fixed, or by the trial (warmup=auto:
+    steady / max; duration=auto: precision / max) within the time it was given (planned_s)."""
+    decided = durations.get("adaptive") or {}
+    rules = decided.get("rules") or {}
+    measured = durations.get("measured_s")
+    if not decided:
+        planned = warmup + float(measured) if measured is not None else float("nan")
+        return {"warmup_decided_by": "fixed", "ended_by": "fixed", "planned_s": planned, "adaptive_round_s": None,
+                "stopped_driver": False}
+    return {
+        "warmup_decided_by": str(decided.get("warmup_decided_by") or "?"),
+        "ended_by": str(decided.get("ended_by") or "?"),
+        "planned_s": float(decided.get("planned_s") or float("nan")),
+        "adaptive_round_s": float(decided["round_s"]) if rules.get("warmup_auto") and decided.get("round_s") else None,
+        # The trial stopped its driver once it had measured enough: sysbench prints no summary then.
+        "stopped_driver": bool(decided.get("stopped_driver")),
     }
 
 
@@ -378,7 +399,7 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
         return
     summary = output.summary
     meta["fatal"] = "; ".join(output.fatal[:3])
-    meta["driver_complete"] = output.complete
+    meta["driver_complete"] = output.complete or meta["stopped_driver"]
     meta["driver_breaks"] = "; ".join(output.breaks[:3])
     meta["driver_total_time_s"] = summary.get("total_time_s")
     meta["driver_transactions"] = summary.get("transactions")

@@ -82,6 +82,17 @@ def non_negative_int(name: str, value: Any) -> int:
     return int(number)
 
 
+def fraction(name: str, value: Any) -> float:
+    """A share such as a precision: above zero and below one (0.01 is 1 %)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise KnobError(f"{name}={value!r} is not a number; give a fraction such as 0.01 for 1 %") from None
+    if not math.isfinite(number) or not 0 < number < 1:
+        raise KnobError(f"{name}={value!r} must lie between 0 and 1 (0.01 is 1 %)")
+    return number
+
+
 def distinct(name: str, texts: list[str], values: list[Any]) -> list[Any]:
     """Two spellings of one value (1G and 1024M, 4 and 04) would make two cells with one path."""
     seen: dict[Any, str] = {}

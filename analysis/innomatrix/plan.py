@@ -113,8 +113,14 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise PlanError("threads is empty; give at least one thread count, e.g. threads=4,16")
     flavor = str(knobs.get("mysql_flavor", "mariadb"))
     k.choose("mysql_flavor", [flavor], k.FLAVORS)
-    warmup = k.non_negative_int("warmup", knobs.get("warmup"))
-    duration = k.positive_int("duration", knobs.get("duration"))
+    auto = _auto(knobs, workloads)
+    warmup = k.non_negative_int("warmup_max" if auto and auto["warmup"] else "warmup",
+                                knobs.get("warmup_max") if auto and auto["warmup"] else knobs.get("warmup"))
+    duration = k.positive_int("duration_max" if auto and auto["duration"] else "duration",
+                              knobs.get("duration_max") if auto and auto["duration"] else knobs.get("duration"))
+    if auto and auto["duration"] and auto["duration_min"] > duration:
+        raise PlanError(f"duration_min={auto['duration_min']} is longer than duration_max={duration}; "
+                        "give a duration_min at most duration_max")
     interval = k.positive_int("report_interval", knobs.get("report_interval", DEFAULT_REPORT_INTERVAL))
     if interval > duration:
         raise PlanError(f"report_interval={interval} is longer than duration={duration}; nothing would be measured")
@@ -149,6 +155,7 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "cell_order_seed": k.non_negative_int("cell_order_seed", knobs.get("cell_order_seed", 0)),
         "warmup": warmup,
         "duration": duration,
+        "auto": auto,
         "report_interval": interval,
         "reconnect_grace": grace,
         "oltp": {
@@ -162,6 +169,29 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},
         "force": k.truthy(knobs.get("force", False)),
     }
+
+
+AUTO = "auto"
+# Adaptive warmup and duration watch sysbench's OLTP intervals; tpcc-mysql's and fileio's are not wired yet.
+AUTO_WORKLOADS = ("oltp",)
+
+
+def _auto(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
+    """warmup=auto and duration=auto: which of them the trials decide, and the duration's rules
+    (warmup_max and duration_max take the place of warmup and duration); None when both are fixed."""
+    warmup_auto = str(knobs.get("warmup")).strip().lower() == AUTO
+    duration_auto = str(knobs.get("duration")).strip().lower() == AUTO
+    if not (warmup_auto or duration_auto):
+        return None
+    others = [w for w in workloads if w not in AUTO_WORKLOADS]
+    if others:
+        raise PlanError(f"warmup=auto and duration=auto watch sysbench OLTP only for now, not {', '.join(others)}; "
+                        "give those workloads a fixed warmup and duration")
+    auto: dict[str, Any] = {"warmup": warmup_auto, "duration": duration_auto}
+    if duration_auto:
+        precision = k.fraction("precision", knobs.get("precision", 0.01))
+        auto.update(duration_min=k.non_negative_int("duration_min", knobs.get("duration_min", 0)), precision=precision)
+    return auto
 
 
 def detachment(cell: dict[str, Any], grace: int) -> dict[str, int]:
@@ -254,6 +284,8 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
         "driver": _driver_identity(spec, ctx, dataset["workload"]),
         "repeat": repeat,
     }
+    if spec["auto"]:  # a fixed-time cell keeps the key it always had
+        inputs["auto"] = spec["auto"]
     return _placed({
         "key": digest(inputs),
         "host": ctx.host,
@@ -267,6 +299,7 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
         "repeat": repeat,
         "warmup": spec["warmup"],
         "duration": spec["duration"],
+        "auto": spec["auto"],
         "report_interval": spec["report_interval"],
         dataset["workload"]: spec[dataset["workload"]],  # the driver's settings: oltp or tpcc
     })

@@ -45,6 +45,10 @@ def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, Any]:
         throughput = _figure(summary.get("throughput_median"), summary.get("throughput_unit") or "")
         latency = _figure(summary.get("latency_p95_ms_median"), "ms p95")
         line = f"{cell['id']:<40} {throughput:>14} {latency:>14}  {trial['status']}"
+        decided = (trial.get("durations") or {}).get("adaptive")
+        if isinstance(decided, dict) and decided.get("end_s") is not None:
+            line += (f"  warmup {decided['measure_start_s']:g} s ({decided['warmup_decided_by']}), measured "
+                     f"{decided['end_s'] - decided['measure_start_s']:g} s ({decided['ended_by']})")
         if trial["status"] != "ok":
             reason = "; ".join(trial.get("reasons") or []) or "no reason recorded"
             line += f" ({reason})"

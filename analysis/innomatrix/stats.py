@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from innomatrix import steady
 from innomatrix.frame import Frame
 from innomatrix.parse import sysbench as sysbench_log
 
@@ -43,10 +44,10 @@ class Thresholds:
     reads_per_s: float = 1.0
     cpu_floor_pct: float = 5.0
     short_tolerance_intervals: int = 1
-    ss_round_intervals: int = 10
-    ss_window: int = 5
-    ss_range: float = 0.20
-    ss_slope: float = 0.10
+    ss_round_intervals: int = steady.ROUND_INTERVALS
+    ss_window: int = steady.WINDOW_ROUNDS
+    ss_range: float = steady.RANGE_LIMIT
+    ss_slope: float = steady.SLOPE_LIMIT
     confidence: float = 0.95
 
     def describe(self) -> dict[str, Any]:
@@ -95,53 +96,39 @@ class SteadyState:
 
 
 def steady_window(rounds: np.ndarray, range_limit: float, slope_limit: float) -> bool:
-    """SNIA-style test of one window of round averages."""
-    rounds = np.asarray(rounds, dtype=np.float64)
-    mean = float(np.mean(rounds))
-    if len(rounds) < 2 or mean <= 0:
-        return False
-    x = np.arange(len(rounds), dtype=np.float64)
-    slope = float(np.polyfit(x, rounds, 1)[0])
-    return bool(np.ptp(rounds) <= range_limit * mean and abs(slope) * (len(rounds) - 1) <= slope_limit * mean)
+    """SNIA-style test of one window of round averages (steady.window_is_steady, as on the host)."""
+    return steady.window_is_steady([float(v) for v in np.asarray(rounds, dtype=np.float64)], range_limit, slope_limit)
 
 
 def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmup_s: float,
-                 th: Thresholds = DEFAULTS) -> SteadyState:
+                 th: Thresholds = DEFAULTS, round_s: float | None = None) -> SteadyState:
     """When the throughput first settled, over the whole run (warmup included), in rounds.
 
     A round is `ss_round_intervals` intervals (the seeds' 10 s at a 1 s interval), shortened to
-    one interval when the measured part holds fewer than `ss_window` rounds. Round k covers
-    (k x round_s, (k + 1) x round_s] of the driver's clock; only complete rounds count.
+    one interval when the measured part holds fewer than `ss_window` rounds; a trial that decided
+    its own warmup (warmup=auto) is judged in the rounds it used (`round_s`), so the report finds
+    the window the host found. Round k covers (k x round_s, (k + 1) x round_s] of the driver's
+    clock; only complete rounds count.
     """
     t = np.asarray(t, dtype=np.float64)
     throughput = np.asarray(throughput, dtype=np.float64)
     measured_s = float(t.max() - warmup_s) if t.size else 0.0
     per_round = th.ss_round_intervals
-    if measured_s < th.ss_window * per_round * interval_s:
+    if round_s is not None:
+        per_round = max(1, round(round_s / interval_s))
+    elif measured_s < th.ss_window * per_round * interval_s:
         per_round = 1
     round_s = per_round * interval_s
-    index = np.ceil(t / round_s - 1e-9).astype(np.int64) - 1  # (k r, (k+1) r] -> k
-    valid = index >= 0
-    counts = np.bincount(index[valid], minlength=0)
-    sums = np.bincount(index[valid], weights=throughput[valid], minlength=0)
-    complete = counts == per_round
-    averages = np.where(complete, sums / np.maximum(counts, 1), np.nan)
-    n = len(averages)
-    first_s = None
-    at_start = None
+    averages = steady.round_averages(t.tolist(), throughput.tolist(), round_s, per_round)
+    first = steady.first_steady_window(averages, th.ss_window, th.ss_range, th.ss_slope)
     first_measured_round = math.ceil(warmup_s / round_s - 1e-9)
-    for k in range(n - th.ss_window + 1):
-        window = averages[k:k + th.ss_window]
-        if np.isnan(window).any():
-            continue
-        steady = steady_window(window, th.ss_range, th.ss_slope)
-        if steady and first_s is None:
-            first_s = k * round_s
-        if k == first_measured_round:
-            at_start = steady
+    window = averages[first_measured_round:first_measured_round + th.ss_window]
+    at_start = (steady.window_is_steady(window, th.ss_range, th.ss_slope)  # type: ignore[arg-type]
+                if len(window) == th.ss_window and None not in window else None)
+    first_s = first * round_s if first is not None else None
     saveable = max(0.0, warmup_s - first_s) if first_s is not None else 0.0
-    return SteadyState(round_s=round_s, rounds=int(complete.sum()), first_s=first_s, at_measure_start=at_start,
-                       saveable_s=saveable)
+    return SteadyState(round_s=round_s, rounds=sum(v is not None for v in averages), first_s=first_s,
+                       at_measure_start=at_start, saveable_s=saveable)
 
 
 # What a comparison says of one configuration.
@@ -366,6 +353,9 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "measured_s": n * ri,
         "measured_asked_s": meta["measured_asked_s"],
         "warmup_s": meta["warmup_s"],
+        "warmup_decided_by": meta.get("warmup_decided_by", "fixed"),
+        "ended_by": meta.get("ended_by", "fixed"),
+        "planned_s": meta.get("planned_s", float("nan")),
         "throughput_median": _median(tput),
         "throughput_mean": _mean(tput),
         "throughput_std": float(np.std(tput, ddof=1)) if n > 1 else float("nan"),
@@ -399,7 +389,9 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     whole_t = whole["t"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
     whole_v = whole["value"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
     if whole_t.size:
-        ss = steady_state(whole_t, whole_v, ri, float(meta["warmup_s"]), th)
+        decided_round = meta.get("adaptive_round_s")
+        ss = steady_state(whole_t, whole_v, ri, float(meta["warmup_s"]), th,
+                          None if decided_round is None or pd.isna(decided_round) else float(decided_round))
         row.update({"ss_round_s": ss.round_s, "ss_first_s": ss.first_s, "ss_at_measure_start": ss.at_measure_start,
                     "ss_warmup_saveable_s": ss.saveable_s})
     else:

@@ -23,6 +23,7 @@ NEEDS_ROOT = [
 ]
 
 WARMUP, DURATION = 2, 4
+PLAY_ENV = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
 # Full command lines whatever COLUMNS says (pytest sets it; ps would cut lines to fit).
 PS = ["ps", "-e", "-ww", "-o", "pid,args"]
 
@@ -65,12 +66,12 @@ class Env:
     def run_dir(self) -> Path:
         return self.results / "e2e"
 
+    def play_argv(self, *extra: str) -> list[str]:
+        return [str(PLAYBOOK), "matrix.yml", "-e", f"@{self.vars_file}", *extra]
+
     def play(self, *extra: str, check: bool = False) -> subprocess.CompletedProcess:
-        argv = [str(PLAYBOOK), "matrix.yml", "-e", f"@{self.vars_file}", *extra]
-        if check:
-            argv.append("--check")
-        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800,
-                              env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
+        argv = self.play_argv(*extra, *(["--check"] if check else []))
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=PLAY_ENV)
         (self.base / "last-play.log").write_text(done.stdout + done.stderr)
         return done
 

@@ -13,7 +13,8 @@ MODULE_UTILS = sorted((Path(__file__).resolve().parents[2] / "module_utils").glo
 
 def test_every_module_util_is_checked() -> None:
     assert [path.name for path in MODULE_UTILS] == [
-        "innomatrix_mounts.py", "innomatrix_runtime.py", "innomatrix_smart.py", "innomatrix_sysbench.py", "innomatrix_tpcc.py",
+        "innomatrix_mounts.py", "innomatrix_runtime.py", "innomatrix_smart.py", "innomatrix_steady.py", "innomatrix_sysbench.py",
+        "innomatrix_tpcc.py",
         "innomatrix_tpcc_parse.py",
     ]
 

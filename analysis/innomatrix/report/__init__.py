@@ -100,6 +100,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     host_floors = by_host.floors if by_host else noise_floors.floors_for(run, _hosts(cells))
     if floor.configurations or host_floors:
         written.lines.append(tables.noise_note(floor, host_floors.values()))
+    written.lines += steady.notes
     written.lines.append("")
     for table in built:
         written.lines += [f"{table.title}", tables.markdown(table.display), ""]

@@ -308,18 +308,40 @@ def cells_table(cells: pd.DataFrame) -> Table:
 
 
 def steady_table(cells: pd.DataFrame) -> Table:
-    columns = ["trial", "ss_round_s", "ss_first_s", "warmup_s", "ss_at_measure_start", "ss_warmup_saveable_s"]
+    """Per trial: when its throughput settled, and how its warmup and duration were decided
+    (fixed, or by the trial: warmup=auto, duration=auto) against the time it was given."""
+    columns = ["trial", "ss_round_s", "ss_first_s", "warmup_s", "warmup_decided_by", "measured_s", "ended_by",
+               "planned_s", "ss_at_measure_start", "ss_warmup_saveable_s"]
     data = cells[columns]
     display = pd.DataFrame({
         "trial": data["trial"],
         "round (s)": [fmt(v, 0) for v in data["ss_round_s"]],
         "steady from (s)": [fmt(v, 0) if v is not None else "never" for v in data["ss_first_s"]],
         "warmup (s)": [fmt(v, 0) for v in data["warmup_s"]],
+        "warmup by": data["warmup_decided_by"],
+        "measured (s)": [fmt(v, 0) for v in data["measured_s"]],
+        "ended by": data["ended_by"],
+        "given (s)": [fmt(v, 0) for v in data["planned_s"]],
         "steady at measure start": ["–" if v is None or pd.isna(v) else ("yes" if truthy(v) else "no")
                                     for v in data["ss_at_measure_start"]],
         "warmup that could be saved (s)": [fmt(v, 0) for v in data["ss_warmup_saveable_s"]],
     })
-    return Table("steady_state", "Steady state (SNIA-style, on throughput rounds)", data, display)
+    line = adaptive_line(cells)
+    return Table("steady_state", "Steady state (SNIA-style, on throughput rounds) and how each trial's time was decided",
+                 data, display, [line] if line else [])
+
+
+def adaptive_line(cells: pd.DataFrame) -> str | None:
+    """The time the adaptive trials (warmup=auto or duration=auto) saved of the time they were
+    given (warmup_max + duration_max), or None when every trial ran fixed times."""
+    adaptive = cells[(cells["warmup_decided_by"] != "fixed") | (cells["ended_by"] != "fixed")]
+    if adaptive.empty:
+        return None
+    given = float(adaptive["planned_s"].sum())
+    used = float((adaptive["warmup_s"] + adaptive["measured_s"]).sum())
+    share = (given - used) / given if given > 0 else float("nan")
+    return (f"adaptive: {(given - used) / 3600:.2f} h saved of {given / 3600:.2f} h ({share:.0%}) over "
+            f"{len(adaptive)} trial{'s' if len(adaptive) != 1 else ''}")
 
 
 def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:

@@ -1,0 +1,133 @@
+"""What warmup=auto and duration=auto save, and what they cost in accuracy (run as root).
+
+    .venv/bin/python bench/adaptive.py record          # the demo's 8 cells, 120 s warmup + 240 s measured
+    .venv/bin/python bench/adaptive.py replay [RUN]    # the auto rules applied offline to those intervals
+    .venv/bin/python bench/adaptive.py live [PAIRS]    # one demo cell, fixed and auto runs interleaved (ABBA)
+
+record: the demo matrix (inventory/demo.yml: a dataset 3-6 times the buffer pool) with a long fixed
+warmup and duration; every trial starts cold (the dataset restored, the page cache dropped, a
+fresh server), so there is a ramp to find.
+
+replay: per cell, the decisions innomatrix.steady takes on the recorded intervals (the code the
+host runs), the driver time they save of warmup + duration, the wall time saved (the trial's own
+wall time less the driver seconds saved) and |median(auto) - median(full)| / median(full), where
+full is the cell's median over its fixed measured part. Targets (issue #14): >= 40 % of the wall
+time saved, the error <= 2 % on every cell and <= 1 % on the median cell.
+
+live: the same cell measured with fixed times and with auto, in ABBA order, each a run of its
+own; prints the wall-time ratio and the median-throughput ratio of each pair.
+
+Prints the figures; asserts nothing (speed is measured here, not tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from innomatrix import steady
+from innomatrix.parse.sysbench import parse_output
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+PLAYBOOK = [str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", "-e", "@inventory/demo.yml"]
+FULL_RUN = "bench-adaptive-full"
+WARMUP, DURATION = 120, 240
+AUTO_RULES = {"duration_min": 60, "precision": 0.01}
+AUTO_KNOBS = ["-e", "warmup=auto", "-e", f"warmup_max={WARMUP}", "-e", "duration=auto", "-e", f"duration_max={DURATION}",
+              "-e", f"duration_min={AUTO_RULES['duration_min']}", "-e", f"precision={AUTO_RULES['precision']}"]
+LIVE_CELL = ["-e", "filesystems=xfs", "-e", "variants=A", "-e", "bp_sizes=16M"]
+
+
+def matrix(*extra: str) -> None:
+    subprocess.run([*PLAYBOOK, *extra], cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                   env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+
+
+def trials(run: Path) -> dict[str, dict]:
+    return {str(path.parent.relative_to(run)): json.loads(path.read_text())
+            for path in sorted(run.glob("*/*/oltp/*/bp-*/t*/r[0-9]/trial.json"))}
+
+
+def record() -> None:
+    print(f"recording {FULL_RUN}: 8 cells x ({WARMUP} + {DURATION}) s ...", flush=True)
+    matrix("-e", f"run_name={FULL_RUN}", "-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}")
+
+
+def replay(run: Path) -> None:
+    rules = steady.Rules(report_interval_s=1.0, warmup_s=WARMUP, duration_s=DURATION, warmup_auto=True,
+                         duration_auto=True, duration_min_s=AUTO_RULES["duration_min"], precision=AUTO_RULES["precision"])
+    errors, saved_driver, saved_wall, walls = [], 0.0, 0.0, 0.0
+    print(f"{'cell':34} {'warmup':>12} {'measured':>15} {'saved':>7} {'wall saved':>10} {'full':>8} {'auto':>8} {'error':>7}")
+    for cell, trial in trials(run).items():
+        if trial["status"] != "ok":
+            print(f"{cell}: {trial['status']}, left out")
+            continue
+        intervals = parse_output((run / cell / "driver.log").read_text())["intervals"]
+        times, values = [float(i["t"]) for i in intervals], [float(i["tps"]) for i in intervals]
+        full = statistics.median(v for t, v in zip(times, values) if t - 1 >= WARMUP)
+        decided = steady.replay(times, values, rules)
+        auto = statistics.median(decided.measured())
+        used = (decided.end_s or WARMUP + DURATION)
+        saved = WARMUP + DURATION - used
+        error = abs(auto - full) / full
+        errors.append(error)
+        saved_driver += saved
+        saved_wall += saved
+        walls += trial["wall_s"]
+        print(f"{cell.split('/', 1)[1]:34} {decided.measure_start_s:>5g} {decided.warmup_decided_by:>6} "
+              f"{decided.end_s - decided.measure_start_s:>5g} {decided.ended_by:>9} {saved / (WARMUP + DURATION):>7.0%} "
+              f"{saved / trial['wall_s']:>10.0%} {full:>8.1f} {auto:>8.1f} {error:>7.2%}")
+    if not errors:
+        sys.exit(f"{run}: no ok trial to replay; run `bench/adaptive.py record` first")
+    print(f"\nreplay of {len(errors)} cells, rules {rules}")
+    print(f"driver time saved: {saved_driver / (len(errors) * (WARMUP + DURATION)):.1%}; "
+          f"wall time saved: {saved_wall / walls:.1%} (target >= 40 %)")
+    print(f"median error: median cell {statistics.median(errors):.2%} (target <= 1 %), "
+          f"largest {max(errors):.2%} (target <= 2 % on every cell)")
+
+
+def live(pairs: int) -> None:
+    """ABBA: fixed, auto, auto, fixed, ... each a run of its own (so neither finds the other finished)."""
+    order = [kind for index in range(pairs) for kind in (("fixed", "auto") if index % 2 == 0 else ("auto", "fixed"))]
+    measured: dict[str, list[tuple[float, float]]] = {"fixed": [], "auto": []}
+    for number, kind in enumerate(order, start=1):
+        name = f"bench-adaptive-live-{number}-{kind}"
+        knobs = AUTO_KNOBS if kind == "auto" else ["-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}"]
+        print(f"{name} ...", flush=True)
+        matrix(*LIVE_CELL, *knobs, "-e", f"run_name={name}")
+        (trial,) = trials(RESULTS / name).values()
+        if trial["status"] != "ok":
+            sys.exit(f"{name}: {trial['status']}: {trial['reasons']}")
+        measured[kind].append((trial["wall_s"], trial["summary"]["throughput_median"]))
+        decided = trial["durations"].get("adaptive") or {}
+        print(f"  {trial['summary']['throughput_median']:.1f} tps, wall {trial['wall_s']:.0f} s"
+              + (f", warmup {decided['measure_start_s']:g} s ({decided['warmup_decided_by']}), measured "
+                 f"{decided['end_s'] - decided['measure_start_s']:g} s ({decided['ended_by']})" if decided else ""))
+    wall = [a[0] / f[0] for f, a in zip(measured["fixed"], measured["auto"])]
+    tput = [a[1] / f[1] for f, a in zip(measured["fixed"], measured["auto"])]
+    print(f"\nlive, {pairs} pairs: wall time auto / fixed {', '.join(f'{r:.2f}' for r in wall)} "
+          f"(median {statistics.median(wall):.2f}); median tps auto / fixed {', '.join(f'{r:.3f}' for r in tput)} "
+          f"(median {statistics.median(tput):.3f})")
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "replay"
+    if command == "record":
+        record()
+    elif command == "replay":
+        replay(Path(argv[1]) if len(argv) > 1 else RESULTS / FULL_RUN)
+    elif command == "live":
+        live(int(argv[1]) if len(argv) > 1 else 3)
+    else:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
