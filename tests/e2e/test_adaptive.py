@@ -104,5 +104,7 @@ def test_a_driver_killed_while_watched_is_a_failed_cell(env):
     trial = trials_of(env.results / "auto-killed")[CELL]
     assert trial["status"] == "failed"
     assert any("sysbench was killed by signal 9" in reason for reason in trial["reasons"]), trial["reasons"]
-    assert trial["durations"]["adaptive"]["stopped_driver"] is False
+    decided = trial["durations"]["adaptive"]
+    assert decided["stopped_driver"] is False and decided["ended_by"] == "driver"
+    assert decided["end_s"] < 30 + 40 - 1  # what it measured before it died, not the time it was given
     assert env.stray_processes() == []

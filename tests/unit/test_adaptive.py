@@ -215,3 +215,46 @@ def test_bad_auto_knobs_are_refused_in_one_line(changes, message) -> None:
     with pytest.raises((plan.PlanError, KnobError), match=message.replace("(", r"\(").replace("+", r"\+")) as caught:
         expand(**changes)
     assert "\n" not in str(caught.value)
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+def test_the_report_shows_what_each_trial_decided_and_the_time_saved(tmp_path) -> None:
+    from innomatrix import frame
+    from innomatrix.report import tables
+    from trees import Trial, write_trial
+
+    times, values = ramp_then_plateau(seconds=360, ramp=60, noise=0.02, seed=3)
+    given = rules(warmup_s=120, duration_s=240, duration_min_s=30, precision=0.02)
+    decided = steady.replay(times, values, given)
+    assert decided.warmup_decided_by == "steady" and decided.ended_by == "precision"
+    record = {**decided.record(), "stopped_driver": True, "planned_s": 360.0}
+    ran = values[:int(decided.end_s)]
+    run = tmp_path / "run"
+    write_trial(run, Trial(tps=ran, variant="A", warmup_s=int(decided.measure_start_s),
+                           measured_asked_s=int(decided.end_s - decided.measure_start_s), adaptive=record))
+    write_trial(run, Trial(tps=values, variant="B", warmup_s=120, seed=2))
+    cells = stats.cells(frame.load(run)).set_index("variant")
+    auto, fixed = cells.loc["A"], cells.loc["B"]
+    # stopped by the trial: no summary in its log, and not flagged for it (nor short)
+    assert auto["flags"] == "" and auto["status"] == "ok"
+    assert (auto["warmup_decided_by"], auto["ended_by"], auto["planned_s"]) == ("steady", "precision", 360)
+    assert auto["measured_s"] == decided.end_s - decided.measure_start_s
+    assert auto["throughput_median"] == pytest.approx(float(np.median(decided.measured())))
+    # the report judges the adaptive trial in the host's rounds and finds the host's window
+    assert auto["ss_first_s"] + steady.WINDOW_ROUNDS * decided.rules.round_s == decided.measure_start_s
+    assert (fixed["warmup_decided_by"], fixed["ended_by"], fixed["planned_s"]) == ("fixed", "fixed", 360)
+    table = tables.steady_table(cells.reset_index())
+    used = decided.end_s
+    assert table.notes == [f"adaptive: {(360 - used) / 3600:.2f} h saved of 0.10 h ({(360 - used) / 360:.0%}) over 1 trial"]
+    assert list(table.display.columns[4:8]) == ["warmup by", "measured (s)", "ended by", "given (s)"]
+
+
+def test_no_adaptive_trial_no_adaptive_line(tmp_path) -> None:
+    from innomatrix import frame
+    from innomatrix.report import tables
+    from trees import Trial, write_trial
+
+    write_trial(tmp_path / "run", Trial(tps=[1000.0] * 40, warmup_s=10))
+    cells = stats.cells(frame.load(tmp_path / "run"))
+    assert tables.adaptive_line(cells) is None and tables.steady_table(cells).notes == []

@@ -196,8 +196,9 @@ def test_documented_knob_values_fit_the_preflight_spec() -> None:
     assert problems == []
 
 
-def test_demo_knobs_are_documented_knobs() -> None:
-    demo = load(DEMO)
+@pytest.mark.parametrize("demo_file", [DEMO, DEMO.with_name("demo-auto.yml")], ids=lambda p: p.name)
+def test_demo_knobs_are_documented_knobs(demo_file: Path) -> None:
+    demo = load(demo_file)
     assert set(demo) - set(knobs()) == set()
     problems = []
     for name, value in demo.items():
