@@ -160,18 +160,7 @@ def follow_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) 
 
 def record_decisions(watcher: Watcher, stopped: bool, trial: dict) -> None:
     """Where the trial started measuring and why, and where it stopped and why, in trial.json."""
-    rules, decided = watcher.rules, watcher.record()
-    last = watcher.times[-1] if watcher.times else 0.0
-    if decided["measure_start_s"] is None:  # the driver ended before a warmup was decided
-        reached = last >= rules.warmup_s - rules.report_interval_s
-        decided.update(measure_start_s=rules.warmup_s, warmup_decided_by="max" if reached else "driver")
-    if decided["ended_by"] is None:
-        planned_end = decided["measure_start_s"] + rules.duration_s
-        if last >= planned_end - rules.report_interval_s:  # it reached its --time (the last interval may be unprinted)
-            decided.update(end_s=planned_end, ended_by="max" if rules.duration_auto else "duration")
-        else:  # it ended early on its own: what it measured is what there is, and the trial says why
-            decided.update(end_s=max(last, decided["measure_start_s"]), ended_by="driver")
-    decided.update(stopped_driver=stopped, planned_s=rules.warmup_s + rules.duration_s)
+    decided = watcher.conclude(stopped)
     started = dt.datetime.fromisoformat(trial["times"]["started"].replace("Z", "+00:00"))
     trial["times"]["measure_start"] = iso(started + dt.timedelta(seconds=decided["measure_start_s"]))
     trial["durations"].update(warmup_s=decided["measure_start_s"],

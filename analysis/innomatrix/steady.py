@@ -204,8 +204,28 @@ class Watcher:
         if self.half_width is not None and self.half_width <= rules.precision:
             self.end_s, self.ended_by = t, "precision"
 
+    def conclude(self, stopped_driver: bool) -> dict[str, Any]:
+        """The decisions once the driver has ended, as trial.json keeps them (durations.adaptive).
+
+        A driver the trial did not stop either reached its --time (sysbench may leave its last
+        interval unprinted): the caps decided (`max`, or `duration` for a fixed duration); or it
+        ended early on its own (`driver`): what it measured is what there is."""
+        decided = self.record()
+        rules, last = self.rules, (self.times[-1] if self.times else 0.0)
+        if decided["measure_start_s"] is None:
+            reached = last >= rules.warmup_s - rules.report_interval_s
+            decided.update(measure_start_s=rules.warmup_s, warmup_decided_by="max" if reached else "driver")
+        if decided["ended_by"] is None:
+            planned_end = decided["measure_start_s"] + rules.duration_s
+            if last >= planned_end - rules.report_interval_s:
+                decided.update(end_s=planned_end, ended_by="max" if rules.duration_auto else "duration")
+            else:
+                decided.update(end_s=max(last, decided["measure_start_s"]), ended_by="driver")
+        decided.update(stopped_driver=stopped_driver, planned_s=rules.warmup_s + rules.duration_s)
+        return decided
+
     def record(self) -> dict[str, Any]:
-        """What trial.json keeps of the decisions (durations.adaptive)."""
+        """The decisions taken so far."""
         return {
             "rules": asdict(self.rules),
             "round_s": self.rules.round_s,

@@ -228,7 +228,7 @@ def test_the_report_shows_what_each_trial_decided_and_the_time_saved(tmp_path) -
     given = rules(warmup_s=120, duration_s=240, duration_min_s=30, precision=0.02)
     decided = steady.replay(times, values, given)
     assert decided.warmup_decided_by == "steady" and decided.ended_by == "precision"
-    record = {**decided.record(), "stopped_driver": True, "planned_s": 360.0}
+    record = decided.conclude(stopped_driver=True)
     ran = values[:int(decided.end_s)]
     run = tmp_path / "run"
     write_trial(run, Trial(tps=ran, variant="A", warmup_s=int(decided.measure_start_s),
@@ -258,3 +258,26 @@ def test_no_adaptive_trial_no_adaptive_line(tmp_path) -> None:
     write_trial(tmp_path / "run", Trial(tps=[1000.0] * 40, warmup_s=10))
     cells = stats.cells(frame.load(tmp_path / "run"))
     assert tables.adaptive_line(cells) is None and tables.steady_table(cells).notes == []
+
+
+def test_concluded_when_the_driver_reached_its_time_without_printing_its_last_interval() -> None:
+    times, values = ramp_then_plateau(seconds=899, noise=0.2)  # --time=900; the 900th line never came
+    concluded = steady.replay(times, values, rules(warmup_s=300, duration_s=600, precision=0.0001)).conclude(False)
+    assert concluded["ended_by"] == "max" and concluded["end_s"] == concluded["measure_start_s"] + 600
+    assert concluded["stopped_driver"] is False and concluded["planned_s"] == 900
+
+
+def test_concluded_when_the_driver_died_in_the_warmup_or_while_measured() -> None:
+    times, values = ramp_then_plateau(seconds=40)
+    early = steady.replay(times, values, rules()).conclude(False)
+    assert (early["warmup_decided_by"], early["measure_start_s"]) == ("driver", 600)
+    assert (early["ended_by"], early["end_s"]) == ("driver", 600)  # nothing measured
+    times, values = ramp_then_plateau(seconds=450, noise=0.3)
+    later = steady.replay(times, values, rules(precision=0.0001)).conclude(False)
+    assert later["warmup_decided_by"] == "steady" and (later["ended_by"], later["end_s"]) == ("driver", 450)
+
+
+def test_concluded_by_the_trial_itself() -> None:
+    times, values = ramp_then_plateau()
+    concluded = steady.replay(times, values, rules()).conclude(True)
+    assert concluded["ended_by"] == "precision" and concluded["stopped_driver"] is True
