@@ -117,12 +117,12 @@ def start_clock(cell: dict, trial: dict) -> None:
 
 
 def follow_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) -> None:
-    """An adaptive trial (warmup=auto, duration=auto): read the intervals as sysbench prints them,
+    """An adaptive trial (warmup=auto, duration=auto): read the intervals as the driver prints them,
     start measuring and stop the driver when the rules say so (innomatrix_steady.Watcher, the
     rules the report applies). The driver is stopped right after an interval line, so every line
-    it printed is whole and kept; it prints no end-of-run summary then, which trial.json explains
-    (durations.adaptive.stopped_driver). A driver that ends or dies on its own is judged as in a
-    fixed trial."""
+    it printed is whole and kept; it prints no end-of-run summary (sysbench) or final tables
+    (tpcc_start) then, which trial.json explains (durations.adaptive.stopped_driver). A driver that
+    ends or dies on its own is judged as in a fixed trial."""
     watcher = Watcher(Rules.of_cell(cell))
     log, offset, pending = tmp / "driver.log", 0, b""
     deadline = time.monotonic() + cell["warmup"] + cell["duration"] + DRIVER_GRACE_S
@@ -135,11 +135,8 @@ def follow_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) 
         offset += len(chunk)
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
-            try:
-                interval = parse_interval(line.decode(errors="replace"))
-            except ValueError:
-                continue  # the summary reads the whole log afterwards and says what is wrong with it
-            if interval and interval["kind"] == "oltp" and watcher.feed(float(interval["t"]), float(interval["tps"])):
+            rate = throughput_of(line.decode(errors="replace"), cell)
+            if rate is not None and watcher.feed(*rate):
                 stopped = running
                 break
         if stopped or not running:
@@ -156,6 +153,19 @@ def follow_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) 
             wait_for_driver(driver, cell, tmp, trial)
     finally:
         record_decisions(watcher, stopped, trial)
+
+
+def throughput_of(line: str, cell: dict) -> tuple[float, float] | None:
+    """(t, throughput) of one interval line of the cell's driver, None for any other line. A line
+    that cannot be read is passed over here: the whole log is read afterwards and says why."""
+    try:
+        if cell["workload"] == "tpcc":
+            found = tpcc_parse.interval_rate(line)
+            return (float(found[0]), found[1] * 60 / cell["report_interval"]) if found else None
+        interval = parse_interval(line)
+    except ValueError:
+        return None
+    return (float(interval["t"]), float(interval["tps"])) if interval and interval["kind"] == "oltp" else None
 
 
 def record_decisions(watcher: Watcher, stopped: bool, trial: dict) -> None:
@@ -279,8 +289,9 @@ def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
     """tpmC and New-Order latency from tpcc_start's output; a failed transaction or a [NG]
     transaction mix makes the trial invalid, a [NG] response time is a recorded flag."""
     try:
-        summary = tpcc_parse.summarize(tpcc_parse.parse_output(text), trial["durations"]["warmup_s"], cell["report_interval"],
-                                      stall_flags=stall_flags)
+        parsed = tpcc_parse.parse_output(text, stopped=stopped_by_suite(trial))
+        summary = tpcc_parse.summarize(parsed, trial["durations"]["warmup_s"], cell["report_interval"],
+                                       stall_flags=stall_flags)
     except ValueError as exc:
         trial["status"] = "failed"
         trial["reasons"].append(f"driver.log cannot be read: {exc}")
@@ -291,6 +302,12 @@ def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
         trial["status"] = "invalid"
     if summary["status"] == "invalid":
         trial["reasons"].extend(summary["reasons"])
+
+
+def stopped_by_suite(trial: dict) -> bool:
+    """The trial stopped its driver once it had measured enough (duration=auto): the log then
+    ends at an interval line, without the driver's end-of-run summary."""
+    return bool((trial["durations"].get("adaptive") or {}).get("stopped_driver"))
 
 
 def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
@@ -318,8 +335,7 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     if trial["status"] == "ok" and not summary.get("intervals_measured"):
         trial["status"] = "failed"
         trial["reasons"].append("no interval was measured after the warmup")
-    stopped_by_suite = (trial["durations"].get("adaptive") or {}).get("stopped_driver")
-    if trial["status"] == "ok" and not parsed["complete"] and not stopped_by_suite:
+    if trial["status"] == "ok" and not parsed["complete"] and not stopped_by_suite(trial):
         trial["status"] = "invalid"
         trial["reasons"].append(INCOMPLETE_LOG)
     if trial["status"] == "ok" and parsed["breaks"]:

@@ -444,7 +444,7 @@ def _tpcc_driver(path: Path, data: TrialData, notes: list[str]) -> None:
         notes.append("driver: no driver.log")
         return
     try:
-        parsed = tpcc.parse_output(path.read_text(errors="replace"))
+        parsed = tpcc.parse_output(path.read_text(errors="replace"), stopped=meta["stopped_driver"])
     except ValueError as exc:
         _unreadable(path, meta, notes, exc)
         return

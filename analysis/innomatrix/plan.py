@@ -172,8 +172,8 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 AUTO = "auto"
-# Adaptive warmup and duration watch sysbench's OLTP intervals; tpcc-mysql's and fileio's are not wired yet.
-AUTO_WORKLOADS = ("oltp",)
+# Adaptive warmup and duration watch the OLTP and tpcc drivers' intervals; fileio's timed sub-tests keep fixed times.
+AUTO_WORKLOADS = ("oltp", "tpcc")
 
 
 def _auto(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
@@ -185,8 +185,8 @@ def _auto(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
         return None
     others = [w for w in workloads if w not in AUTO_WORKLOADS]
     if others:
-        raise PlanError(f"warmup=auto and duration=auto watch sysbench OLTP only for now, not {', '.join(others)}; "
-                        "give those workloads a fixed warmup and duration")
+        raise PlanError(f"warmup=auto and duration=auto watch sysbench OLTP and tpcc-mysql, not {', '.join(others)}; "
+                        "run it with a fixed warmup and duration")
     auto: dict[str, Any] = {"warmup": warmup_auto, "duration": duration_auto}
     if duration_auto:
         precision = k.fraction("precision", knobs.get("precision", 0.01))

@@ -46,7 +46,7 @@ def play(env, *extra: str):
     knobs.write_text(yaml.safe_dump({**TPCC_KNOBS, "tpcc_mysql_src": SOURCE,
                                      "tpcc_src_dir": str(env.base / "tpcc-src"),
                                      "tpcc_build_dir": str(env.base / "tpcc-build")}))
-    return env.play("-e", f"@{knobs}", "-e", "run_name=tpcc", *extra)
+    return env.play("-e", f"@{knobs}", "-e", "run_name=tpcc", *extra)  # a later run_name wins
 
 
 def test_tpcc_cells_are_loaded_once_and_measured(env):
@@ -81,3 +81,24 @@ def test_a_rerun_of_the_tpcc_matrix_runs_nothing(env):
     done = play(env)
     ok(done)
     assert "2 cells: 0 to run, 2 already finished" in done.stdout
+
+
+def test_an_adaptive_tpcc_cell_stops_tpcc_start_and_keeps_every_interval(env):
+    """warmup=auto duration=auto on tpcc: 2-s intervals, so single-interval rounds under these caps;
+    precision=0.5 passes at the first test, so the trial stops tpcc_start itself."""
+    done = play(env, "-e", "bp_sizes=64M", "-e", "run_name=tpcc-auto", "-e", "warmup=auto", "-e", "warmup_max=20",
+                "-e", "duration=auto", "-e", "duration_min=10", "-e", "duration_max=30", "-e", "precision=0.5")
+    ok(done)
+    trial = json.loads((env.results / "tpcc-auto" / "localhost/xfs/tpcc/A/bp-64M/t2/r1/trial.json").read_text())
+    assert trial["status"] == "ok", trial["reasons"]
+    decided = trial["durations"]["adaptive"]
+    assert decided["ended_by"] == "precision" and decided["stopped_driver"] and decided["round_s"] == 2
+    assert decided["warmup_decided_by"] in ("steady", "max") and decided["measure_start_s"] % 2 == 0
+    measured = trial["durations"]["measured_s"]
+    assert measured == 20  # ten intervals of 2 s: the first test of the interval
+    summary = trial["summary"]
+    assert summary["final_tables"] is False and summary["tpmc_tool"] is None
+    assert summary["intervals_measured"] == measured // 2 and summary["tpmc_measured"] > 0
+    log = (env.results / "tpcc-auto" / "localhost/xfs/tpcc/A/bp-64M/t2/r1/driver.log").read_text()
+    assert "<TpmC>" not in log and f"{int(decided['end_s']):4d}, trx:" in log
+    assert env.stray_processes() == []

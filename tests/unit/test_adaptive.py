@@ -203,8 +203,9 @@ def test_a_finished_adaptive_cell_refuses_fixed_times_in_the_same_run() -> None:
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"warmup": "auto", "workloads": ["oltp", "tpcc"], "tpcc_warehouses": 1, "tpcc_load_jobs": 1},
-     "sysbench OLTP only for now, not tpcc"),
+    ({"warmup": "auto", "workloads": ["oltp", "fileio"], "fileio_tests": ["seqrd"], "fileio_total_size": "64M",
+      "fileio_block_size": "16K", "fileio_threads_max": 1, "fileio_block_sizes": ["16K"], "fileio_table_threads": [1],
+      "fileio_step_duration": 2}, "watch sysbench OLTP and tpcc-mysql, not fileio"),
     ({"duration": "auto", "duration_min": 300, "duration_max": 60}, "duration_min=300 is longer than duration_max=60"),
     ({"duration": "auto", "duration_max": 60, "precision": 1.5}, "precision=1.5 must lie between 0 and 1"),
     ({"duration": "auto", "duration_max": 60, "precision": "tight"}, "precision='tight' is not a number"),

@@ -305,3 +305,45 @@ def test_every_fixture_is_already_redacted(name: str) -> None:
     text = fixture(name)
     assert tpcc.redact(text, "") == text
     assert "option p with value '***'" in text and "[pass]: ***" in text
+
+
+# --- stopped by the trial (duration=auto) ---------------------------------------------------------
+
+def stopped_after(text: str, t: int) -> str:
+    """The real log cut right after its interval line at t, as when the trial stops tpcc_start."""
+    lines = text.splitlines(keepends=True)
+    cut = next(index for index, line in enumerate(lines) if tpcc.interval_rate(line) and tpcc.interval_rate(line)[0] == t)
+    return "".join(lines[:cut + 1])
+
+
+def test_a_stopped_log_reads_its_intervals_and_says_it_has_no_final_tables() -> None:
+    whole = tpcc.parse_output(CLEAN)
+    cut = stopped_after(CLEAN, 20)
+    with pytest.raises(ValueError, match="before the TpmC figure: tpcc_start did not finish"):
+        tpcc.parse_output(cut)  # not stopped by the trial: a cut log, as before
+    parsed = tpcc.parse_output(cut, stopped=True)
+    assert parsed["final_tables"] is False and whole["final_tables"] is True
+    assert parsed["intervals"] == whole["intervals"][:4]
+    summary = summarize(parsed, 5, 5)
+    assert summary["status"] == "ok" and summary["reasons"] == []
+    assert summary["intervals_measured"] == 3 and summary["final_tables"] is False
+    assert summary["tpmc_tool"] is None and summary["tpmc_tool_beyond_intervals"] is None
+    assert summary["tpmc_measured"] == (535 + 588 + 527) * 60 / 15
+
+
+def test_stopped_still_refuses_a_damaged_log() -> None:
+    cut = stopped_after(CLEAN, 20)
+    with pytest.raises(ValueError, match="line 32: interval at 25 s where 20 s was due"):
+        tpcc.parse_output(edited(cut, "  20, trx:", "  25, trx:"), stopped=True)
+
+
+def test_a_log_that_finished_is_checked_in_full_even_when_stopped_is_said() -> None:
+    assert tpcc.parse_output(CLEAN, stopped=True)["final_tables"] is True
+    with pytest.raises(ValueError, match="intervals cover"):
+        tpcc.parse_output(edited(CLEAN, " in 30 sec.", " in 35 sec."), stopped=True)
+
+
+def test_interval_rate_reads_only_interval_lines() -> None:
+    assert tpcc.interval_rate("  10, trx: 535, 95%: 47.907, 99%: 85.933, max_rt: 117.915, 536|93.558, 54|9.620, "
+                              "53|114.117, 55|165.272") == (10, 535)
+    assert tpcc.interval_rate("MEASURING START.") is None

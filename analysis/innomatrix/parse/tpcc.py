@@ -276,8 +276,19 @@ class _Reader:
             raise ValueError(f"the intervals cover {covered} s but the tool measured {self.measured_s} s")
 
 
-def parse_output(text: str) -> dict[str, Any]:
+def interval_rate(line: str) -> tuple[int, int] | None:
+    """(t, New-Orders) of one interval line as tpcc_start prints it, None for any other line: what
+    an adaptive trial watches while the driver runs (the whole log is parsed afterwards)."""
+    found = _INTERVAL_RE.fullmatch(line)
+    return (_count(found["t"]), _count(found["new_order_count"])) if found else None
+
+
+def parse_output(text: str, stopped: bool = False) -> dict[str, Any]:
     """Parse one whole tpcc_start log (stdout and stderr together).
+
+    ``stopped``: the trial stopped tpcc_start itself while it measured (duration=auto), right after
+    an interval line; the log then ends among the intervals, without the final tables, which is
+    accepted (``final_tables`` is False) instead of being an output that stopped early.
 
     Returns ``parameters`` (server, port, database, user, warehouses, connections, rampup_s,
     measure_s; never the password); ``interval_s``; ``intervals``, each with ``t`` (seconds
@@ -298,11 +309,14 @@ def parse_output(text: str) -> dict[str, Any]:
             reader.read(number, line)
         except ValueError as exc:
             raise ValueError(f"line {number}: {exc}") from None
+    final_tables = not (stopped and reader.section == "intervals")
     try:
-        reader.finish()
+        if final_tables:
+            reader.finish()
     except ValueError as exc:
         raise ValueError(f"line {len(lines)}: {exc}") from None
     return {
+        "final_tables": final_tables,
         "parameters": reader.parameters,
         "interval_s": reader.intervals[0]["t"] if reader.intervals else None,
         "intervals": reader.intervals,
@@ -374,7 +388,8 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float, *,
     stalls = sum(stalled)
 
     reasons: list[str] = []
-    for transaction in TRANSACTIONS:
+    final_tables = parsed.get("final_tables", True)
+    for transaction in TRANSACTIONS if final_tables else ():
         failures = max(parsed["final"][transaction]["failure"], parsed["final_by_thread"][transaction]["failure"])
         if failures:
             reasons.append(f"{failures} {transaction} transaction(s) failed (gave up after retrying)")
@@ -385,7 +400,7 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float, *,
     if parsed["fatal"]:
         lines = ", ".join(str(fatal["line"]) for fatal in parsed["fatal"])
         reasons.append(f"a connection or the driver gave up: {parsed['fatal'][0]['text']!r} (line(s) {lines})")
-    beyond, mismatch = _tool_agreement(parsed)
+    beyond, mismatch = _tool_agreement(parsed) if final_tables else (None, None)
     if mismatch:
         reasons.append(mismatch)
     if not measured:
@@ -404,6 +419,9 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float, *,
         "status": "invalid" if reasons else "ok",
         "reasons": reasons,
         "flags": flags,
+        # False when the trial stopped tpcc_start (duration=auto): no failure counts, transaction-mix
+        # or response-time checks and no TpmC of the tool's to check the intervals against.
+        "final_tables": final_tables,
         "tpmc_tool": parsed["tpmc"],
         "tpmc_whole_run": _tpmc(whole_run_new_orders, len(parsed["intervals"]) * interval_s),
         "tpmc_tool_beyond_intervals": beyond,
