@@ -10,6 +10,9 @@ description:
   - Restores the pristine dataset, writes the cell's my.cnf, starts the server, starts vmstat,
     iostat and mysqladmin beside sysbench, stops everything in a finally block and publishes the
     cell directory atomically with its trial.json.
+  - A cell with warmup=auto or duration=auto (cell.auto) watches the driver's intervals as they are
+    printed, starts measuring at the first steady window and stops the driver once the median is
+    known to the precision asked (innomatrix_steady), and records what it decided and why.
   - A fileio cell runs sysbench fileio on the prepared test files with vmstat and iostat beside
     it and no server, and records the device's SMART or NVMe health before and after.
   - One module call instead of a task per step keeps Ansible's fixed cost per cell near 1 s.
