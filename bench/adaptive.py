@@ -11,7 +11,8 @@ fresh server), so there is a ramp to find.
 replay: per cell, the decisions innomatrix.steady takes on the recorded intervals (the code the
 host runs), the driver time they save of warmup + duration, the wall time saved (the trial's own
 wall time less the driver seconds saved) and |median(auto) - median(full)| / median(full), where
-full is the cell's median over its fixed measured part. Targets (issue #14): >= 40 % of the wall
+full is the cell's median over its fixed measured part ("full ±": that median's own 95 % interval
+by the same batch medians, for scale). Targets (issue #14): >= 40 % of the wall
 time saved, the error <= 2 % on every cell and <= 1 % on the median cell.
 
 live: the same cell measured with fixed times and with auto, in ABBA order, each a run of its
@@ -76,9 +77,12 @@ def replay(run: Path, precisions: tuple[float, ...] = (0.01, 0.02, 0.05)) -> Non
                              duration_auto=True, duration_min_s=AUTO_RULES["duration_min"], precision=precision)
         errors, saved, walls = [], 0.0, 0.0
         if precision == AUTO_RULES["precision"]:
-            print(f"{'cell':26} {'warmup':>12} {'measured':>15} {'saved':>6} {'of wall':>7} {'full':>7} {'auto':>7} {'error':>6}")
+            print(f"{'cell':26} {'warmup':>12} {'measured':>15} {'reached':>7} {'saved':>6} {'of wall':>7} {'full':>7} "
+                  f"{'full ±':>6} {'auto':>7} {'error':>6}")
         for cell, (times, values, wall) in recorded.items():
-            full = statistics.median(v for t, v in zip(times, values) if t - 1 >= WARMUP)
+            fixed_part = [v for t, v in zip(times, values) if t - 1 >= WARMUP]
+            full = statistics.median(fixed_part)
+            full_half = steady.batch_median_interval(fixed_part)[1] / full  # the full trial's own 95 % interval
             decided = steady.replay(times, values, rules)
             auto = statistics.median(decided.measured())
             cell_saved = given - decided.end_s
@@ -86,8 +90,9 @@ def replay(run: Path, precisions: tuple[float, ...] = (0.01, 0.02, 0.05)) -> Non
             saved, walls = saved + cell_saved, walls + wall
             if precision == AUTO_RULES["precision"]:
                 print(f"{cell:26} {decided.measure_start_s:>5g} {decided.warmup_decided_by:>6} "
-                      f"{decided.end_s - decided.measure_start_s:>5g} {decided.ended_by:>9} {cell_saved / given:>6.0%} "
-                      f"{cell_saved / wall:>7.0%} {full:>7.1f} {auto:>7.1f} {errors[-1]:>6.2%}")
+                      f"{decided.end_s - decided.measure_start_s:>5g} {decided.ended_by:>9} "
+                      f"{'±' + format(decided.half_width, '.1%') if decided.half_width is not None else '-':>7} {cell_saved / given:>6.0%} "
+                      f"{cell_saved / wall:>7.0%} {full:>7.1f} {full_half:>6.1%} {auto:>7.1f} {errors[-1]:>6.2%}")
         print(f"precision {precision:.0%}, duration_min {AUTO_RULES['duration_min']} s, caps {WARMUP} + {DURATION} s, "
               f"{len(errors)} cells: wall time saved {saved / walls:.1%} (driver time {saved / (len(errors) * given):.1%}; "
               f"target >= 40 %); error of the median: median cell {statistics.median(errors):.2%} (target <= 1 %), "
