@@ -247,7 +247,7 @@ def test_the_report_shows_what_each_trial_decided_and_the_time_saved(tmp_path) -
     assert (fixed["warmup_decided_by"], fixed["ended_by"], fixed["planned_s"]) == ("fixed", "fixed", 360)
     table = tables.steady_table(cells.reset_index())
     used = decided.end_s
-    assert table.notes == [f"adaptive: {(360 - used) / 3600:.2f} h saved of 0.10 h ({(360 - used) / 360:.0%}) over 1 trial"]
+    assert table.notes == [f"adaptive: {(360 - used) / 60:.1f} min saved of 6.0 min ({(360 - used) / 360:.0%}) over 1 trial"]
     assert list(table.display.columns[4:8]) == ["warmup by", "measured (s)", "ended by", "given (s)"]
 
 
@@ -282,3 +282,12 @@ def test_concluded_by_the_trial_itself() -> None:
     times, values = ramp_then_plateau()
     concluded = steady.replay(times, values, rules()).conclude(True)
     assert concluded["ended_by"] == "precision" and concluded["stopped_driver"] is True
+
+
+def test_the_time_saved_is_said_in_hours_once_there_are_hours() -> None:
+    import pandas as pd
+    from innomatrix.report import tables
+
+    cells = pd.DataFrame({"warmup_decided_by": ["steady", "fixed"], "ended_by": ["precision", "fixed"],
+                          "planned_s": [7200.0, 7200.0], "warmup_s": [900.0, 3600.0], "measured_s": [1500.0, 3600.0]})
+    assert tables.adaptive_line(cells) == "adaptive: 1.33 h saved of 2.00 h (67%) over 1 trial"

@@ -340,7 +340,10 @@ def adaptive_line(cells: pd.DataFrame) -> str | None:
     given = float(adaptive["planned_s"].sum())
     used = float((adaptive["warmup_s"] + adaptive["measured_s"]).sum())
     share = (given - used) / given if given > 0 else float("nan")
-    return (f"adaptive: {(given - used) / 3600:.2f} h saved of {given / 3600:.2f} h ({share:.0%}) over "
+    # Hours as the seeds' matrices run; minutes for a run too short to show in hours.
+    scale, unit = (3600, "h") if given >= 3600 else (60, "min")
+    return (f"adaptive: {(given - used) / scale:.{2 if unit == 'h' else 1}f} {unit} saved of "
+            f"{given / scale:.{2 if unit == 'h' else 1}f} {unit} ({share:.0%}) over "
             f"{len(adaptive)} trial{'s' if len(adaptive) != 1 else ''}")
 
 
