@@ -200,7 +200,12 @@ def load_trial(directory: Path, run: Path) -> TrialData:
     if not isinstance(record, dict):
         raise FrameError(f"{trial_json}: not a JSON object")
     trial_id = directory.relative_to(run).as_posix()
-    meta = _meta(record, trial_id, trial_json)
+    try:
+        meta = _meta(record, trial_id, trial_json)
+    except FrameError:
+        raise
+    except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind: "abc" for seconds
+        raise FrameError(f"{trial_json}: a field cannot be read ({exc})") from None
     data = TrialData(meta=meta)
     notes: list[str] = []
     (_tpcc_driver if meta["workload"] == "tpcc" else _driver)(directory / "driver.log", data, notes)

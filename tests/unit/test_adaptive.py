@@ -291,3 +291,19 @@ def test_the_time_saved_is_said_in_hours_once_there_are_hours() -> None:
     cells = pd.DataFrame({"warmup_decided_by": ["steady", "fixed"], "ended_by": ["precision", "fixed"],
                           "planned_s": [7200.0, 7200.0], "warmup_s": [900.0, 3600.0], "measured_s": [1500.0, 3600.0]})
     assert tables.adaptive_line(cells) == "adaptive: 1.33 h saved of 2.00 h (67%) over 1 trial"
+
+
+@pytest.mark.parametrize(("field", "value"), [("planned_s", "abc"), ("round_s", [1]), ("rules", "x")])
+def test_a_corrupted_adaptive_record_is_a_one_line_error_naming_the_file(tmp_path, field, value) -> None:
+    import json
+
+    from innomatrix import frame
+    from trees import Trial, write_trial
+
+    directory = write_trial(tmp_path / "run", Trial(tps=[1000.0] * 40, warmup_s=10))
+    record = json.loads((directory / "trial.json").read_text())
+    record["durations"]["adaptive"] = {"planned_s": 50.0, "round_s": 1.0, "rules": {"warmup_auto": True}, field: value}
+    (directory / "trial.json").write_text(json.dumps(record))
+    with pytest.raises(frame.FrameError, match=r"trial\.json: a field cannot be read") as caught:
+        frame.load(tmp_path / "run")
+    assert "\n" not in str(caught.value)
