@@ -98,8 +98,8 @@ def batch_median_interval(values: list[float], batches: int = BATCHES) -> tuple[
 
 @dataclass(frozen=True)
 class Rules:
-    """How one trial decides its warmup and duration. A fixed warmup or duration is its value and
-    None for the auto settings; `auto` the same seconds are the cap (warmup_max, duration_max)."""
+    """How one trial decides its warmup and duration: `warmup_s` and `duration_s` are the fixed
+    times, or, with warmup_auto / duration_auto, the caps (warmup_max, duration_max)."""
 
     report_interval_s: float
     warmup_s: float                      # fixed warmup, or warmup_max
