@@ -69,10 +69,10 @@ def round_averages(times: list[float], values: list[float], round_s: float, per_
     return [sums[k] / per_round if counts.get(k) == per_round else None for k in range(rounds)]
 
 
-def round_intervals(report_interval_s: float, span_s: float) -> int:
-    """Intervals per round: ROUND_INTERVALS, or one when `span_s` holds fewer than a window of such
+def round_intervals(report_interval_s: float, span_s: float, rounds: int = WINDOW_ROUNDS) -> int:
+    """Intervals per round: ROUND_INTERVALS, or one when `span_s` holds fewer than `rounds` such
     rounds (a short trial still gets a test, on single intervals)."""
-    if span_s < WINDOW_ROUNDS * ROUND_INTERVALS * report_interval_s:
+    if span_s < rounds * ROUND_INTERVALS * report_interval_s:
         return 1
     return ROUND_INTERVALS
 
@@ -119,8 +119,9 @@ class Rules:
 
     @property
     def batch_intervals(self) -> int:
-        """The fewest intervals in a batch: a round's worth, so that neighbours' correlation stays inside batches."""
-        return round_intervals(self.report_interval_s, self.duration_s)
+        """The fewest intervals in a batch: a round's worth, so that neighbours' correlation stays
+        inside batches; single intervals when duration_max cannot hold BATCHES such rounds."""
+        return round_intervals(self.report_interval_s, self.duration_s, BATCHES)
 
     @classmethod
     def of_cell(cls, cell: dict[str, Any]) -> "Rules":

@@ -161,6 +161,8 @@ def test_short_caps_test_single_intervals() -> None:
     assert rules(warmup_s=30).per_round == 1 and rules(warmup_s=30).round_s == 1
     assert rules(warmup_s=3600).round_s == 10
     assert rules(duration_s=40).batch_intervals == 1 and rules(duration_s=3600).batch_intervals == 10
+    # ten batches of a round must fit in duration_max, or the precision could never be tested
+    assert rules(duration_s=99).batch_intervals == 1 and rules(duration_s=100).batch_intervals == 10
 
 
 # --- the knobs --------------------------------------------------------------------------------
@@ -307,3 +309,12 @@ def test_a_corrupted_adaptive_record_is_a_one_line_error_naming_the_file(tmp_pat
     with pytest.raises(frame.FrameError, match=r"trial\.json: a field cannot be read") as caught:
         frame.load(tmp_path / "run")
     assert "\n" not in str(caught.value)
+
+
+def test_the_demo_caps_test_the_precision() -> None:
+    """inventory/demo-auto.yml's caps (30 + 60 s, duration_min 20): the interval is tested from
+    20 s measured on, once a second, on single-interval batches (with 10-interval batches the
+    first test would need 100 s, beyond the cap: the demo once ran to its cap untested)."""
+    times, values = ramp_then_plateau(seconds=90, ramp=10, noise=0.3, seed=4)
+    decided = steady.replay(times, values, rules(warmup_s=30, duration_s=60, duration_min_s=20, precision=1e-6))
+    assert decided.ended_by == "max" and decided.checks == 60 - 20  # at 20 s to 59 s measured; 60 s is the cap
