@@ -33,4 +33,12 @@ for name in $failed; do
   echo "=== $name: $MOLECULE_LOGS/$name.log (last 60 lines)"
   sed 's/\x1b\[[0-9;]*m//g' "$MOLECULE_LOGS/$name.log" | tail -60
 done
+# That tail shows the destroy after a failure; a CI summary keeps only the last lines of output.
+# So end with each failed task's own message and the free disk.
+for name in $failed; do
+  echo "=== $name: failed tasks"
+  sed 's/\x1b\[[0-9;]*m//g' "$MOLECULE_LOGS/$name.log" \
+    | grep -E -A2 '^(fatal|failed): |FAILED!|ERROR!' | grep -v -E '^(--|\s*$)' | cut -c1-300 | tail -12
+done
+[[ -z "$failed" ]] || echo "disk free: $(df -h --output=avail,target / /var/tmp | tail -n +2 | tr -s ' ' | paste -sd';')"
 [[ -z "$failed" ]]
