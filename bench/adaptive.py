@@ -3,6 +3,7 @@
     .venv/bin/python bench/adaptive.py record          # the demo's 8 cells, 120 s warmup + 240 s measured
     .venv/bin/python bench/adaptive.py replay [RUN]    # the auto rules applied offline to those intervals
     .venv/bin/python bench/adaptive.py live [PAIRS]    # one demo cell, fixed and auto runs interleaved (ABBA)
+    .venv/bin/python bench/adaptive.py headline        # a small matrix the seeds' way and innomatrix's way
 
 record: the demo matrix (inventory/demo.yml: a dataset 3-6 times the buffer pool) with a long fixed
 warmup and duration; every trial starts cold (the dataset restored, the page cache dropped, a
@@ -18,6 +19,13 @@ time saved, the error <= 2 % on every cell and <= 1 % on the median cell.
 live: the same cell measured with fixed times and with auto, in ABBA order, each a run of its
 own; prints the wall-time ratio and the median-throughput ratio of each pair.
 
+headline: two cells (xfs, A, both demo buffer pools) run the seeds' way, a run per buffer-pool
+size with the dataset loaded again for each (the bench removes the pristine copy the suite keeps)
+and a fixed 50 % warmup (240 s + 240 s), then innomatrix's way, one run that loads once, restores
+by reflink and decides warmup and duration (caps 240 s + 240 s, default precision 1 %). Prints
+the wall-time ratio (the playbooks' own time, and loads + trials alone) and each cell's median
+difference. Targets (issue #14): ratio <= 0.5, largest difference <= 2 %.
+
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
 
@@ -26,8 +34,10 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from innomatrix import steady
@@ -42,6 +52,9 @@ AUTO_RULES = {"duration_min": 60, "precision": 0.01}
 AUTO_KNOBS = ["-e", "warmup=auto", "-e", f"warmup_max={WARMUP}", "-e", "duration=auto", "-e", f"duration_max={DURATION}",
               "-e", f"duration_min={AUTO_RULES['duration_min']}", "-e", f"precision={AUTO_RULES['precision']}"]
 LIVE_CELL = ["-e", "filesystems=xfs", "-e", "variants=A", "-e", "bp_sizes=16M"]
+HEADLINE_BP_SIZES = ("16M", "32M")
+HEADLINE_HALF = 240  # the seeds' 3600 s warmup + 3600 s measured, at the demo's scale
+MOUNTPOINT = Path("/mnt/innomatrix")  # roles/device/defaults: where the suite keeps the pristine copies
 
 
 def matrix(*extra: str) -> None:
@@ -123,6 +136,61 @@ def live(pairs: int) -> None:
           f"(median {statistics.median(tput):.3f})")
 
 
+def forget_datasets() -> None:
+    """The seeds reloaded the dataset for every configuration: drop the copy the suite would reuse."""
+    if MOUNTPOINT.is_mount():
+        shutil.rmtree(MOUNTPOINT / "pristine", ignore_errors=True)
+
+
+def timed_matrix(name: str, *extra: str) -> tuple[float, dict[str, dict]]:
+    print(f"{name} ...", flush=True)
+    started = time.monotonic()
+    matrix("-e", "filesystems=xfs", "-e", "variants=A", *extra, "-e", f"run_name={name}")
+    wall = time.monotonic() - started
+    found = trials(RESULTS / name)
+    for cell, trial in found.items():
+        if trial["status"] != "ok":
+            sys.exit(f"{name}/{cell}: {trial['status']}: {trial['reasons']}")
+    return wall, found
+
+
+def loads_and_trials(found: dict[str, dict]) -> float:
+    """A run's seconds spent loading its dataset (once per key) and in its trials themselves."""
+    loads = {trial["dataset"]["key"]: trial["dataset"]["load_s"] for trial in found.values()}
+    return sum(loads.values()) + sum(trial["wall_s"] for trial in found.values())
+
+
+def headline() -> None:
+    """The seeds' way (a run per buffer pool, each loading the dataset, 50 % warmup) against innomatrix's."""
+    seeds_wall, seeds_work, seeds = 0.0, 0.0, {}
+    for bp_size in HEADLINE_BP_SIZES:
+        forget_datasets()
+        wall, found = timed_matrix(f"bench-headline-seeds-{bp_size}", "-e", json.dumps({"bp_sizes": [bp_size]}),
+                                   "-e", f"warmup={HEADLINE_HALF}", "-e", f"duration={HEADLINE_HALF}")
+        seeds_wall, seeds_work = seeds_wall + wall, seeds_work + loads_and_trials(found)
+        seeds.update({trial["cell"]["bp_size"]: trial for trial in found.values()})
+    forget_datasets()
+    ours_wall, found = timed_matrix(
+        "bench-headline-innomatrix", "-e", json.dumps({"bp_sizes": list(HEADLINE_BP_SIZES)}), "-e", "warmup=auto",
+        "-e", f"warmup_max={HEADLINE_HALF}", "-e", "duration=auto", "-e", f"duration_max={HEADLINE_HALF}")
+    ours_work = loads_and_trials(found)
+    ours = {trial["cell"]["bp_size"]: trial for trial in found.values()}
+    print(f"\n{'cell':12} {'seeds tps':>9} {'innomatrix tps':>14} {'diff':>7} {'seeds wall':>10} {'ours wall':>9}  decided")
+    differences = []
+    for bp_size, seed in sorted(seeds.items()):
+        mine = ours[bp_size]
+        a, b = seed["summary"]["throughput_median"], mine["summary"]["throughput_median"]
+        differences.append(abs(b - a) / a)
+        decided = mine["durations"]["adaptive"]
+        print(f"xfs/A/{bp_size:6} {a:>9.1f} {b:>14.1f} {(b - a) / a:>+7.2%} {seed['wall_s']:>9.0f}s {mine['wall_s']:>8.0f}s  "
+              f"warmup {decided['measure_start_s']:g} s ({decided['warmup_decided_by']}), measured "
+              f"{decided['end_s'] - decided['measure_start_s']:g} s ({decided['ended_by']})")
+    print(f"headline, {len(differences)} cells: wall time innomatrix / seeds {ours_wall / seeds_wall:.2f} "
+          f"({ours_wall:.0f} s / {seeds_wall:.0f} s, whole playbooks); loads + trials alone {ours_work / seeds_work:.2f} "
+          f"({ours_work:.0f} s / {seeds_work:.0f} s); target <= 0.5. Largest median difference "
+          f"{max(differences):.2%} (target <= 2 %)")
+
+
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "replay"
     if command == "record":
@@ -131,6 +199,8 @@ def main(argv: list[str]) -> int:
         replay(Path(argv[1]) if len(argv) > 1 else RESULTS / FULL_RUN)
     elif command == "live":
         live(int(argv[1]) if len(argv) > 1 else 3)
+    elif command == "headline":
+        headline()
     else:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
