@@ -17,7 +17,8 @@ by the same batch medians, for scale). Targets (issue #14): >= 40 % of the wall
 time saved, the error <= 2 % on every cell and <= 1 % on the median cell.
 
 live: the same cell measured with fixed times and with auto, in ABBA order, each a run of its
-own; prints the wall-time ratio and the median-throughput ratio of each pair.
+own (runs already recorded are kept: `live 3` after `live 2` adds a pair); prints the wall-time
+ratio and the median-throughput ratio of each pair.
 
 headline: two cells (xfs, A, both demo buffer pools) run the seeds' way, a run per buffer-pool
 size with the dataset loaded again for each (the bench removes the pristine copy the suite keeps)
@@ -119,8 +120,11 @@ def live(pairs: int) -> None:
     for number, kind in enumerate(order, start=1):
         name = f"bench-adaptive-live-{number}-{kind}"
         knobs = AUTO_KNOBS if kind == "auto" else ["-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}"]
-        print(f"{name} ...", flush=True)
-        matrix(*LIVE_CELL, *knobs, "-e", f"run_name={name}")
+        if trials(RESULTS / name):
+            print(f"{name}: recorded earlier")  # so a later `live N` adds pairs rather than redoing them
+        else:
+            print(f"{name} ...", flush=True)
+            matrix(*LIVE_CELL, *knobs, "-e", f"run_name={name}")
         (trial,) = trials(RESULTS / name).values()
         if trial["status"] != "ok":
             sys.exit(f"{name}: {trial['status']}: {trial['reasons']}")
