@@ -33,20 +33,18 @@ Prints the figures; asserts nothing (speed is measured here, not tested).
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import demo_matrix
 from innomatrix import steady
 from innomatrix.parse.sysbench import parse_output
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-PLAYBOOK = [str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", "-e", "@inventory/demo.yml"]
 FULL_RUN = "bench-adaptive-full"
 WARMUP, DURATION = 120, 240
 AUTO_RULES = {"duration_min": 60, "precision": 0.01}
@@ -58,11 +56,6 @@ HEADLINE_HALF = 240  # the seeds' 3600 s warmup + 3600 s measured, at the demo's
 MOUNTPOINT = Path("/mnt/innomatrix")  # roles/device/defaults: where the suite keeps the pristine copies
 
 
-def matrix(*extra: str) -> None:
-    subprocess.run([*PLAYBOOK, *extra], cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
-                   env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
-
-
 def trials(run: Path) -> dict[str, dict]:
     return {str(path.parent.relative_to(run)): json.loads(path.read_text())
             for path in sorted(run.glob("*/*/oltp/*/bp-*/t*/r[0-9]/trial.json"))}
@@ -70,7 +63,7 @@ def trials(run: Path) -> dict[str, dict]:
 
 def record() -> None:
     print(f"recording {FULL_RUN}: 8 cells x ({WARMUP} + {DURATION}) s ...", flush=True)
-    matrix("-e", f"run_name={FULL_RUN}", "-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}")
+    demo_matrix.run("-e", f"run_name={FULL_RUN}", "-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}")
 
 
 def replay(run: Path, precisions: tuple[float, ...] = (0.01, 0.02, 0.05)) -> None:
@@ -124,7 +117,7 @@ def live(pairs: int) -> None:
             print(f"{name}: recorded earlier")  # so a later `live N` adds pairs rather than redoing them
         else:
             print(f"{name} ...", flush=True)
-            matrix(*LIVE_CELL, *knobs, "-e", f"run_name={name}")
+            demo_matrix.run(*LIVE_CELL, *knobs, "-e", f"run_name={name}")
         (trial,) = trials(RESULTS / name).values()
         if trial["status"] != "ok":
             sys.exit(f"{name}: {trial['status']}: {trial['reasons']}")
@@ -149,7 +142,7 @@ def forget_datasets() -> None:
 def timed_matrix(name: str, *extra: str) -> tuple[float, dict[str, dict]]:
     print(f"{name} ...", flush=True)
     started = time.monotonic()
-    matrix("-e", "filesystems=xfs", "-e", "variants=A", *extra, "-e", f"run_name={name}")
+    demo_matrix.run("-e", "filesystems=xfs", "-e", "variants=A", *extra, "-e", f"run_name={name}")
     wall = time.monotonic() - started
     found = trials(RESULTS / name)
     for cell, trial in found.items():

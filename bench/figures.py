@@ -49,7 +49,8 @@ sys.path.insert(0, str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # remote_hosts.py: the remote hosts the e2e tests use
 import innomatrix_runtime as runtime  # noqa: E402  (stdlib-only, as shipped to the host)
 
-PLAYBOOK = [str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", "-e", "@inventory/demo.yml"]
+import demo_matrix  # noqa: E402  (beside this script)
+
 DEMO = yaml.safe_load((ROOT / "inventory/demo.yml").read_text())
 STATE = Path("/var/lib/innomatrix")
 MOUNT = Path("/mnt/innomatrix")
@@ -57,7 +58,7 @@ RESULTS = ROOT / "results"
 SERVER_COMMANDS = {"server": "mariadbd", "client": "mariadb", "admin": "mariadb-admin"}
 
 
-def play(*extra: str, playbook: list[str] = PLAYBOOK) -> list[dict]:
+def play(*extra: str, playbook: list[str] = demo_matrix.PLAYBOOK) -> list[dict]:
     """Run the playbook with the JSON callback; return its task records."""
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     done = subprocess.run([*playbook, *extra], cwd=ROOT, capture_output=True, text=True, env=env)
@@ -280,7 +281,7 @@ def fleet() -> None:
             walls = {}
             for name, extra in plays.items():
                 started = time.monotonic()
-                tasks = play(*extra, "-e", f"@{base / 'knobs.yml'}", playbook=[PLAYBOOK[0], "matrix.yml"])
+                tasks = play(*extra, "-e", f"@{base / 'knobs.yml'}", playbook=demo_matrix.PLAYBOOK[:2])
                 walls[name] = time.monotonic() - started
                 if name == "two remote hosts at once":
                     break  # two hosts' tasks share the records: their per-cell spans would mix

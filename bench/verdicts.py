@@ -25,18 +25,17 @@ tests/unit/test_noise_floor.py and tests/e2e/test_known_answers.py).
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
+import demo_matrix
 from innomatrix import frame, report, stats
 
 ROOT = Path(__file__).resolve().parents[1]
 LIVE_RUNS = ("bench-aa-1", "bench-aa-2", "bench-aa-3")
-LIVE_KNOBS = ["-e", "@inventory/demo.yml", "-e", "filesystems=xfs", "-e", "repeats=3", "-e", "report=false"]
+LIVE_KNOBS = ["-e", "filesystems=xfs", "-e", "repeats=3", "-e", "report=false"]
 
 PAIRS = 4000
 REPEATS = (2, 3, 5)
@@ -67,8 +66,7 @@ def live_aa() -> list[str]:
     for name in LIVE_RUNS:
         # Without force=true a run already complete runs nothing: delete results/bench-aa-* to measure anew.
         print(f"running {name} (4 configurations x 3 interleaved repeats; finished cells are kept) ...", flush=True)
-        subprocess.run([str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", *LIVE_KNOBS, "-e", f"run_name={name}"],
-                       cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+        demo_matrix.run(*LIVE_KNOBS, "-e", f"run_name={name}")
     first, second, third = (results / name for name in LIVE_RUNS)
     compared = report.compare(first, second)
     print(f"live A/A, 3 repeats a side: {compared.lines[0]}")
