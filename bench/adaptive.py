@@ -23,7 +23,8 @@ ratio and the median-throughput ratio of each pair.
 headline: two cells (xfs, A, both demo buffer pools) run the seeds' way, a run per buffer-pool
 size with the dataset loaded again for each (the bench removes the pristine copy the suite keeps)
 and a fixed 50 % warmup (240 s + 240 s), then innomatrix's way, one run that loads once, restores
-by reflink and decides warmup and duration (caps 240 s + 240 s, default precision 1 %). Prints
+by reflink and decides warmup and duration (caps 240 s + 240 s, the replay's duration_min 60 s
+and precision 1 %). Prints
 the wall-time ratio (the playbooks' own time, and loads + trials alone) and each cell's median
 difference. Targets (issue #14): ratio <= 0.5, largest difference <= 2 %.
 
@@ -184,7 +185,8 @@ def headline() -> None:
     forget_datasets()
     ours_wall, found = timed_matrix(
         "bench-headline-innomatrix", "-e", json.dumps({"bp_sizes": list(HEADLINE_BP_SIZES)}), "-e", "warmup=auto",
-        "-e", f"warmup_max={HEADLINE_HALF}", "-e", "duration=auto", "-e", f"duration_max={HEADLINE_HALF}")
+        "-e", f"warmup_max={HEADLINE_HALF}", "-e", "duration=auto", "-e", f"duration_max={HEADLINE_HALF}",
+        "-e", f"duration_min={AUTO_RULES['duration_min']}", "-e", f"precision={AUTO_RULES['precision']}")
     ours_work = loads_and_trials(found)
     ours = {trial["cell"]["bp_size"]: trial for trial in found.values()}
     print(f"\n{'cell':12} {'seeds tps':>9} {'innomatrix tps':>14} {'diff':>7} {'seeds wall':>10} {'ours wall':>9}  decided")

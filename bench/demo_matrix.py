@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -11,6 +12,9 @@ PLAYBOOK = [str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", "-e", "@inve
 
 
 def run(*extra: str) -> None:
-    """One quiet run (its results and its error output are what the bench reads); fails loudly."""
-    subprocess.run([*PLAYBOOK, *extra], cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
-                   env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    """One quiet run: the bench reads its results. A failed run ends the bench with the end of
+    its output, where the playbook says what failed and why."""
+    done = subprocess.run([*PLAYBOOK, *extra], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    if done.returncode != 0:
+        sys.exit(f"ansible-playbook {' '.join(extra)} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-1000:]}")
