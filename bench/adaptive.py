@@ -24,9 +24,9 @@ headline: two cells (xfs, A, both demo buffer pools) run the seeds' way, a run p
 size with the dataset loaded again for each (the bench removes the pristine copy the suite keeps)
 and a fixed 50 % warmup (240 s + 240 s), then innomatrix's way, one run that loads once, restores
 by reflink and decides warmup and duration (caps 240 s + 240 s, the replay's duration_min 60 s
-and precision 1 %). Prints
-the wall-time ratio (the playbooks' own time, and loads + trials alone) and each cell's median
-difference. Targets (issue #14): ratio <= 0.5, largest difference <= 2 %.
+and precision 1 %). Prints the wall-time ratio (the playbooks' own time, and loads + trials
+alone) and each cell's median difference. Targets (issue #14): ratio <= 0.5, largest difference
+<= 2 %.
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
