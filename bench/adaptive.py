@@ -175,6 +175,9 @@ def loads_and_trials(found: dict[str, dict]) -> float:
 
 def headline() -> None:
     """The seeds' way (a run per buffer pool, each loading the dataset, 50 % warmup) against innomatrix's."""
+    # A run that finds its cells finished runs nothing, and its wall time would mean nothing.
+    if earlier := sorted(path.name for path in RESULTS.glob("bench-headline-*")):
+        sys.exit(f"{', '.join(earlier)} in {RESULTS} already: delete them to measure anew")
     seeds_wall, seeds_work, seeds = 0.0, 0.0, {}
     for bp_size in HEADLINE_BP_SIZES:
         forget_datasets()
