@@ -341,10 +341,9 @@ def adaptive_line(cells: pd.DataFrame) -> str | None:
     used = float((adaptive["warmup_s"] + adaptive["measured_s"]).sum())
     share = (given - used) / given if given > 0 else float("nan")
     # Hours as the seeds' matrices run; minutes for a run too short to show in hours.
-    scale, unit = (3600, "h") if given >= 3600 else (60, "min")
-    return (f"adaptive: {(given - used) / scale:.{2 if unit == 'h' else 1}f} {unit} saved of "
-            f"{given / scale:.{2 if unit == 'h' else 1}f} {unit} ({share:.0%}) over "
-            f"{len(adaptive)} trial{'s' if len(adaptive) != 1 else ''}")
+    scale, unit, digits = (3600, "h", 2) if given >= 3600 else (60, "min", 1)
+    return (f"adaptive: {(given - used) / scale:.{digits}f} {unit} saved of {given / scale:.{digits}f} {unit} "
+            f"({share:.0%}) over {len(adaptive)} trial{'s' if len(adaptive) != 1 else ''}")
 
 
 def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
