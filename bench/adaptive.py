@@ -65,6 +65,15 @@ def trials(run: Path) -> dict[str, dict]:
             for path in sorted(run.glob("*/*/oltp/*/bp-*/t*/r[0-9]/trial.json"))}
 
 
+def ok_trials(name: str) -> dict[str, dict]:
+    """A run's trials; the bench ends, naming the cell and its reasons, if one is not ok."""
+    found = trials(RESULTS / name)
+    for cell, trial in found.items():
+        if trial["status"] != "ok":
+            sys.exit(f"{name}/{cell}: {trial['status']}: {trial['reasons']}")
+    return found
+
+
 def record() -> None:
     print(f"recording {FULL_RUN}: 8 cells x ({WARMUP} + {DURATION}) s ...", flush=True)
     demo_matrix.run("-e", f"run_name={FULL_RUN}", "-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}")
@@ -122,9 +131,7 @@ def live(pairs: int) -> None:
         else:
             print(f"{name} ...", flush=True)
             demo_matrix.run(*LIVE_CELL, *knobs, "-e", f"run_name={name}")
-        (trial,) = trials(RESULTS / name).values()
-        if trial["status"] != "ok":
-            sys.exit(f"{name}: {trial['status']}: {trial['reasons']}")
+        (trial,) = ok_trials(name).values()
         measured[kind].append((trial["wall_s"], trial["summary"]["throughput_median"]))
         decided = trial["durations"].get("adaptive") or {}
         print(f"  {trial['summary']['throughput_median']:.1f} tps, wall {trial['wall_s']:.0f} s"
@@ -159,12 +166,7 @@ def timed_matrix(name: str, *extra: str) -> tuple[float, dict[str, dict]]:
     print(f"{name} ...", flush=True)
     started = time.monotonic()
     demo_matrix.run("-e", "filesystems=xfs", "-e", "variants=A", *extra, "-e", f"run_name={name}")
-    wall = time.monotonic() - started
-    found = trials(RESULTS / name)
-    for cell, trial in found.items():
-        if trial["status"] != "ok":
-            sys.exit(f"{name}/{cell}: {trial['status']}: {trial['reasons']}")
-    return wall, found
+    return time.monotonic() - started, ok_trials(name)
 
 
 def loads_and_trials(found: dict[str, dict]) -> float:
