@@ -239,7 +239,8 @@ class RemoteHost:
     def stop_sshd(self) -> None:
         """The host is lost to the controller: its sshd ends, and with it every open session
         (pkill runs in the container's own PID namespace: only this host's sshd processes)."""
-        self.exec(["pkill", "-KILL", "-x", "sshd"])
+        # The listener and each session: `sshd` on Debian 12, `sshd-session` too from OpenSSH 9.8 (Debian 13).
+        self.exec(["pkill", "-KILL", "-x", "sshd|sshd-session"])
         deadline = time.monotonic() + 10
         while any(line.split(None, 1)[1].startswith(("sshd", "/usr/sbin/sshd")) for line in self.processes()):
             if time.monotonic() > deadline:

@@ -99,10 +99,14 @@ def test_ctrl_c_mid_cell_stops_everything_and_the_rerun_resumes(env):
     time.sleep(3)
     os.killpg(play.pid, signal.SIGINT)
     play.wait(timeout=120)
-    time.sleep(2)
+    run_dir = env.results / "interrupted"
+    # ansible-playbook ends at once; the module it started cleans up on its own (it stops the
+    # driver, the collectors and the server, then removes its staging directory, last).
+    deadline = time.monotonic() + 120
+    while (env.stray_processes() or _collectors(env) or list(run_dir.rglob(".r1.tmp-*"))) and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert env.stray_processes() == []
     assert _collectors(env) == []
-    run_dir = env.results / "interrupted"
     assert trials_of(run_dir) == {}, "an interrupted cell never leaves a trial.json"
     assert list(run_dir.rglob(".r1.tmp-*")) == []
     done = env.play(*knobs)

@@ -197,7 +197,7 @@ def test_a_lost_host_holds_no_other_back_and_the_rerun_runs_only_its_cells(fleet
 def test_a_trial_survives_a_dropped_connection_and_comes_home_when_the_host_is_back(fleet):
     run_dir, host = fleet.results / "fleet-drop", fleet.hosts["bench-a"]
     playing = fleet.start("--limit", "bench-a", "-e", "run_name=fleet-drop", "-e", "bp_sizes=64M",
-                          "-e", "duration=20")
+                          "-e", "duration=30")
 
     def driving() -> bool:
         return any("sysbench" in line and line.endswith(" run") for line in host.processes())
@@ -219,7 +219,7 @@ def test_a_trial_survives_a_dropped_connection_and_comes_home_when_the_host_is_b
     assert list(trials) == ["bench-a/xfs/oltp/A/bp-64M/t2/r1"]
     trial = trials["bench-a/xfs/oltp/A/bp-64M/t2/r1"]
     assert trial["status"] == "ok", trial["reasons"]
-    assert trial["summary"]["intervals_measured"] >= 18
+    assert trial["summary"]["intervals_measured"] >= 28
 
 
 def test_no_stray_process_and_no_secret_anywhere(fleet):
