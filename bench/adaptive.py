@@ -87,9 +87,9 @@ def replay(run: Path, precisions: tuple[float, ...] = (0.01, 0.02, 0.05)) -> Non
         if trial["status"] != "ok":
             print(f"{cell}: {trial['status']}, left out")
             continue
-        intervals = parse_output((run / cell / "driver.log").read_text())["intervals"]
         if trial["durations"].get("adaptive"):
             sys.exit(f"{run}/{cell}: measured with auto times; replay needs a recording with fixed ones")
+        intervals = parse_output((run / cell / "driver.log").read_text())["intervals"]
         # The recording's own fixed times are the caps: `record`'s 120 + 240 s, or any fixed run's.
         caps = (trial["durations"]["warmup_s"], trial["durations"]["measured_s"])
         recorded[cell.split("/", 1)[1]] = ([float(i["t"]) for i in intervals], [float(i["tps"]) for i in intervals],
