@@ -20,6 +20,14 @@ Metrics: driver figures as sysbench prints them, plus `driver.throughput` (tps, 
 MiB/s for fileio); every vmstat column; iostat's CPU (`iostat.cpu_*`) and device columns;
 from status.log the counters in `STATUS_COUNTERS` as rates per second (delta over the time
 between samples) and the gauges in `STATUS_GAUGES` as levels.
+
+A tree is untrusted input (people share them): it is walked and its files opened by
+`innomatrix.tree` (no symlink, device or FIFO; no log larger than its trial could write), every
+trial.json is checked by `innomatrix.record`, every collector value against `innomatrix.bounds`,
+and the driver's log against its record (threads, interval, percentile). What cannot be true is
+an error naming the file (and line); what is true but makes a figure doubtful (a counter that
+went back when the server restarted, a clock set back, a collector that stopped early, a
+summary in trial.json that its log no longer gives) marks the trial (`marks`, shown as flags).
 """
 
 from __future__ import annotations
@@ -37,8 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from innomatrix import layout, mycnf, settings
-from innomatrix.knobs import KnobError, parse_size
+from innomatrix import bounds, layout, mycnf, record, settings, tree
 from innomatrix.parse import ParseError, Samples, iostat, status, tpcc, vmstat
 from innomatrix.parse.fast_sysbench import parse_output_columns
 
@@ -60,12 +67,16 @@ TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
 PARALLEL_FROM = 16
 _EPSILON_S = 1e-6
 NOT_APPLICABLE = layout.NOT_APPLICABLE
-_REPORT_INTERVAL = re.compile(r"--report-interval[= ](\d+(?:\.\d+)?)")
 _QUARTER_HOUR_S = 900
+# A collector starts just before the driver and stops just after it: a sample this far outside the
+# trial (beyond one interval) is not of this trial. Within the measured window, a collector may
+# miss this much at either end (a late first sample, an early stop) before the trial is marked.
+_CLOCK_SLACK_S = 5.0
 
 
-class FrameError(ValueError):
-    """A results tree that cannot be loaded; the message names the file."""
+# A results tree that cannot be loaded (the message names the file): every error of the tree's
+# reader, of trial.json's checks (record.RecordError) and of the frame's own.
+FrameError = tree.TreeError
 
 
 @dataclass
@@ -119,9 +130,8 @@ def load(run_dir: str | Path, progress: Progress | None = None, workers: int | N
     `PARALLEL_FROM` trials; below that, starting processes costs more than it saves).
     """
     run = Path(run_dir)
-    if not run.is_dir():
-        raise FrameError(f"{run}: no such results directory")
-    directories = layout.trial_dirs(run)
+    root = tree.run_root(run)
+    directories = tree.trial_dirs(root)
     if not directories:
         raise FrameError(f"{run}: no trial directories ({layout.TRIAL_SHAPE})")
     if workers is None:
@@ -129,9 +139,9 @@ def load(run_dir: str | Path, progress: Progress | None = None, workers: int | N
     loaded = []
     if workers <= 1:
         for index, directory in enumerate(directories, start=1):
-            loaded.append(load_trial(directory, run))
+            loaded.append(load_trial(directory, root))
             if progress is not None:
-                progress(index, len(directories), directory.relative_to(run).as_posix())
+                progress(index, len(directories), directory.relative_to(root).as_posix())
         return assemble(run, loaded)
     # forkserver: the parent may hold pyarrow's threads, which fork would copy in an unknown state.
     # The server imports this module once and forks each worker from it ready to parse, instead of
@@ -139,7 +149,7 @@ def load(run_dir: str | Path, progress: Progress | None = None, workers: int | N
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for index, trial in enumerate(pool.map(load_trial, directories, [run] * len(directories)), start=1):
+        for index, trial in enumerate(pool.map(load_trial, directories, [root] * len(directories)), start=1):
             loaded.append(trial)
             if progress is not None:
                 progress(index, len(directories), trial.meta["trial"])
@@ -148,6 +158,7 @@ def load(run_dir: str | Path, progress: Progress | None = None, workers: int | N
 
 def assemble(run: Path, loaded: list[TrialData]) -> Frame:
     """Write every trial's arrays once into the long table's columns (categorical codes for names)."""
+    _refuse_copies(run, loaded)
     metric_names = sorted({name for trial in loaded for name in trial.names})
     code_of = {name: code for code, name in enumerate(metric_names)}
     rows = sum(len(t) for trial in loaded for t in trial.t)
@@ -182,6 +193,19 @@ def assemble(run: Path, loaded: list[TrialData]) -> Frame:
     return Frame(run_dir=run, trials=trials, intervals=intervals)
 
 
+def _refuse_copies(run: Path, loaded: list[TrialData]) -> None:
+    """A cell's key names one cell of one host: two directories with one key hold one trial twice."""
+    seen: dict[tuple[str, str], str] = {}
+    for trial in loaded:
+        key = trial.meta["key"]
+        if not key:
+            continue
+        first = seen.setdefault((trial.meta["host"], key), trial.meta["trial"])
+        if first != trial.meta["trial"]:
+            raise FrameError(f"{run}: {first} and {trial.meta['trial']} hold one trial (key {key}): one is a copy; "
+                             "remove it or move it out of the run")
+
+
 def _codes_dtype(categories: int) -> type[np.signedinteger]:
     """The integer type pandas keeps categorical codes in; codes in any other would be copied into it."""
     for dtype in (np.int8, np.int16, np.int32):
@@ -191,41 +215,40 @@ def _codes_dtype(categories: int) -> type[np.signedinteger]:
 
 
 def load_trial(directory: Path, run: Path) -> TrialData:
-    """One trial directory: trial.json for the cell and the clock, then each file that exists."""
+    """One trial directory: trial.json for the cell and the clock, then each file that exists.
+
+    `run` is the run's real path (tree.run_root): every file is read through innomatrix.tree.
+    """
     trial_json = directory / layout.TRIAL_FILE
-    try:
-        record = json.loads(trial_json.read_text())
-    except (OSError, ValueError) as exc:
-        raise FrameError(f"{trial_json}: cannot be read as JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise FrameError(f"{trial_json}: not a JSON object")
-    trial_id = directory.relative_to(run).as_posix()
-    try:
-        meta = _meta(record, trial_id, trial_json)
-    except FrameError:
-        raise
-    except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind: "abc" for seconds
-        raise FrameError(f"{trial_json}: a field cannot be read ({exc})") from None
+    meta = record.meta(tree.read_json(trial_json), directory.relative_to(run).as_posix(), trial_json)
     data = TrialData(meta=meta)
     notes: list[str] = []
-    (_tpcc_driver if meta["workload"] == "tpcc" else _driver)(directory / "driver.log", data, notes)
+    seconds, interval = _span_s(meta), meta["report_interval_s"] or record.INTERVAL_S[0]
+    log = directory / "driver.log"
+    if os.path.lexists(log):
+        text = tree.read_log(log, seconds, interval).decode(errors="replace")
+        (_tpcc_driver if meta["workload"] == "tpcc" else _driver)(log, text, data, notes)
+    else:
+        notes.append("driver: no driver.log")
     if meta["report_interval_s"] is None:
         raise FrameError(f"{trial_json}: no report interval (durations.report_interval_s, --report-interval "
                          "in driver.command, or two driver intervals)")
     started = meta["started"]
     device = meta.pop("_device")
-    readers: dict[str, tuple[str, Callable[[Path], Samples]]] = {
-        "vmstat": ("vmstat.log", vmstat.read),
-        "iostat": ("iostat.json", lambda path: iostat.read(path, device)),
-        "status": ("status.log", lambda path: status.read(path, STATUS_COUNTERS + STATUS_GAUGES)),
+    readers: dict[str, tuple[str, Callable[[Path, bytes], Samples]]] = {
+        "vmstat": ("vmstat.log", lambda path, raw: vmstat.read(path, raw)),
+        "iostat": ("iostat.json", lambda path, raw: iostat.read(path, device, raw)),
+        "status": ("status.log", lambda path, raw: status.read(path, STATUS_COUNTERS + STATUS_GAUGES, raw)),
     }
     for source, (name, reader) in readers.items():
         path = directory / name
-        if not path.exists():
+        if not os.path.lexists(path):
             notes.append(f"{source}: no {name}")
             continue
-        samples = reader(path)
+        raw = tree.read_log(path, seconds, meta["report_interval_s"])
+        samples = reader(path, raw)
         notes.extend(samples.notes)
+        meta["marks"].extend(samples.marks)
         if isinstance(samples, iostat.IostatSamples):
             meta["iostat_truncated"] = samples.truncated
             meta["iostat_device"] = samples.device
@@ -233,14 +256,49 @@ def load_trial(directory: Path, run: Path) -> TrialData:
             continue
         times = _to_utc(samples, started, notes, source)
         if isinstance(samples, status.StatusSamples):
-            _status(samples, times, started, meta, data, notes)
+            _status(samples, times, path, raw, meta, data, notes)
             continue
         t, keep = _align(times, samples.resolution_s, started, meta["report_interval_s"], notes, source)
+        _on_the_trials_clock(t, path, meta)
         for metric, values in samples.metrics.items():
             data.add(t, f"{source}.{metric}", values[keep])
     meta.update(_server_settings(directory, notes))
     meta["notes"] = "; ".join(notes)
+    meta["marks"] = "; ".join(meta["marks"])
     return data
+
+
+def _span_s(meta: dict[str, Any]) -> float:
+    """How long the trial ran, by its record: what bounds the size of its logs (tree.read_log)."""
+    if meta["ended"] is not None:
+        return (meta["ended"] - meta["started"]).total_seconds()
+    planned = meta["planned_s"]
+    return 0.0 if planned is None or math.isnan(planned) else float(planned)
+
+
+def _on_the_trials_clock(t: np.ndarray, path: Path, meta: dict[str, Any]) -> None:
+    """A collector's samples (`t`, seconds after the driver started) must lie within the trial,
+    and should cover its measured window; a sample outside the trial means the log is another
+    trial's or the record's times were changed (an error), a window not covered marks the trial."""
+    interval = meta["report_interval_s"]
+    slack = interval + _CLOCK_SLACK_S
+    span = _span_s(meta) if meta["ended"] is not None else None
+    outside = (t < -slack) | ((t > span + slack) if span is not None else False)
+    if outside.any():
+        when = float(t[np.argmax(outside)])
+        raise record.RecordError(
+            f"{path}: a sample at {when:+g} s from the driver's start, outside the trial (0 to "
+            f"{'?' if span is None else f'{span:g}'} s by trial.json's times): the log is another trial's, or "
+            "trial.json's times were changed")
+    first, last = meta["warmup_s"] + interval, meta["driver_last_t"]
+    if meta["status"] != "ok" or last < first:
+        return  # nothing measured: nothing to cover
+    inside = t[(t >= first - _EPSILON_S) & (t <= last + _EPSILON_S)]
+    if inside.size == 0:
+        meta["marks"].append(f"{path.name}: no sample in the measured window ({first:g} to {last:g} s)")
+    elif inside.min() > first + _CLOCK_SLACK_S or inside.max() < last - _CLOCK_SLACK_S:
+        meta["marks"].append(f"{path.name} covers {inside.min():g} to {inside.max():g} s of the measured window "
+                             f"({first:g} to {last:g} s): the collector started late or stopped early")
 
 
 def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
@@ -249,135 +307,18 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
     found: dict[str, Any] = {f"setting.{name}": None for name in settings.IO_SETTINGS}
     found.update(settings_not_applied="", native_aio_off=False)
     variables, cnf = directory / "variables.txt", directory / "my.cnf"
-    if not variables.exists():
+    if not os.path.lexists(variables):
         return found
-    running = settings.effective(variables.read_text(errors="replace"))
+    running = settings.effective(tree.read_text(variables))
     found.update({f"setting.{name}": value for name, value in running.items()})
     found["native_aio_off"] = settings.native_aio_off(running)
     try:
-        wanted = settings.asked(cnf.read_text(errors="replace"), str(cnf)) if cnf.exists() else {}
+        wanted = settings.asked(tree.read_text(cnf), str(cnf)) if os.path.lexists(cnf) else {}
     except mycnf.MyCnfError as exc:
         notes.append(f"my.cnf: {exc}")
         wanted = {}
     found["settings_not_applied"] = "; ".join(settings.not_applied(wanted, running))
     return found
-
-
-def _meta(record: dict[str, Any], trial_id: str, trial_json: Path) -> dict[str, Any]:
-    where = layout.parse(trial_id)
-    if where is None:
-        raise FrameError(f"{trial_json}: not in a trial directory of a results tree (see innomatrix.layout)")
-    cell = record.get("cell") or {}
-
-    def told(name: str) -> Any:
-        """What trial.json says of the cell, else what its path says."""
-        return where[name] if cell.get(name) is None else cell[name]
-
-    times = record.get("times") or {}
-    durations = record.get("durations") or {}
-    driver = record.get("driver") or {}
-    server = record.get("server") or {}
-    device = record.get("device") or {}
-    if not times.get("started"):
-        raise FrameError(f"{trial_json}: no times.started: the intervals cannot be placed on a clock")
-    started = _timestamp(times["started"], trial_json, "times.started")
-    measure_start = _timestamp(times["measure_start"], trial_json, "times.measure_start") if times.get("measure_start") else None
-    warmup = durations.get("warmup_s")
-    if warmup is None:
-        warmup = (measure_start - started).total_seconds() if measure_start is not None else 0.0
-    interval = durations.get("report_interval_s")
-    if interval is None and (match := _REPORT_INTERVAL.search(driver.get("command") or "")):
-        interval = float(match[1])
-    workload = str(told("workload"))
-    # A fileio cell has a sub-test and a block size; a server cell a variant and a buffer pool.
-    # Trees from before `subtest` kept a fileio cell's sub-test in `variant`: its path has it.
-    is_fileio = workload == layout.FILEIO
-    variant = NOT_APPLICABLE if is_fileio else str(told("variant"))
-    subtest = str(cell.get("subtest") or where["subtest"]) if is_fileio else NOT_APPLICABLE
-    bp_size = NOT_APPLICABLE if is_fileio else str(told("bp_size"))
-    block_size = str(told("block_size")) if is_fileio else NOT_APPLICABLE
-    fileio = record.get("fileio") or {}
-    return {
-        "trial": trial_id,
-        "host": str(told("host")),
-        "filesystem": str(told("filesystem")),
-        "workload": workload,
-        "variant": variant,
-        "subtest": subtest,
-        "bp_size": bp_size,
-        "bp_bytes": _bytes(bp_size),
-        "block_size": block_size,
-        "block_bytes": _bytes(block_size),
-        "threads": int(told("threads")),
-        "repeat": int(told("repeat")),
-        "status": str(record.get("status", "unknown")),
-        "reasons": "; ".join(map(str, record.get("reasons") or [])),
-        "key": record.get("key"),
-        "started": started,
-        "measure_start": measure_start,
-        "ended": _timestamp(times["ended"], trial_json, "times.ended") if times.get("ended") else None,
-        "warmup_s": float(warmup),
-        "measured_asked_s": float(durations["measured_s"]) if durations.get("measured_s") is not None else None,
-        "report_interval_s": float(interval) if interval is not None else None,
-        "driver_version": driver.get("version"),
-        "command": driver.get("command"),
-        "server_flavor": server.get("flavor"),
-        "server_version": server.get("version"),
-        "_device": Path(device["path"]).name if device.get("path") else None,
-        "throughput_unit": None,
-        "latency_pct": None,
-        "driver_last_t": float("-inf"),
-        "driver_total_time_s": None,
-        "driver_transactions": None,
-        "driver_ignored_errors": None,
-        "driver_reconnects": None,
-        "driver_kind": None,
-        "fatal": "",
-        "driver_complete": True,
-        "driver_breaks": "",
-        "driver_flags": "; ".join(map(str, record.get("flags") or [])),
-        "fileio_run_p95_ms": fileio.get("run_latency_p95_ms"),
-        "fileio_run_p99_ms": fileio.get("run_latency_p99_ms"),
-        "iostat_truncated": False,
-        "iostat_device": "",
-        **_adaptive(durations, float(warmup)),
-    }
-
-
-def _adaptive(durations: dict[str, Any], warmup: float) -> dict[str, Any]:
-    """How the trial's warmup and duration were decided: fixed, or by the trial (warmup=auto:
-    steady / max; duration=auto: precision / max) within the time it was given (planned_s)."""
-    decided = durations.get("adaptive") or {}
-    rules = decided.get("rules") or {}
-    measured = durations.get("measured_s")
-    if not decided:
-        planned = warmup + float(measured) if measured is not None else float("nan")
-        return {"warmup_decided_by": "fixed", "ended_by": "fixed", "planned_s": planned, "adaptive_round_s": None,
-                "stopped_driver": False}
-    return {
-        "warmup_decided_by": str(decided.get("warmup_decided_by") or "?"),
-        "ended_by": str(decided.get("ended_by") or "?"),
-        "planned_s": float(decided.get("planned_s") or float("nan")),
-        "adaptive_round_s": float(decided["round_s"]) if rules.get("warmup_auto") and decided.get("round_s") else None,
-        # The trial stopped its driver once it had measured enough: sysbench prints no summary then.
-        "stopped_driver": bool(decided.get("stopped_driver")),
-    }
-
-
-def _bytes(label: str) -> int:
-    """A size label in bytes; -1 where there is none."""
-    try:
-        return parse_size("size", label)
-    except KnobError:
-        return -1
-
-
-def _timestamp(text: str, path: Path, what: str) -> pd.Timestamp:
-    try:
-        stamp = pd.Timestamp(text)
-    except ValueError:
-        raise FrameError(f"{path}: {what} {text!r} is not an ISO 8601 time") from None
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
 _OLTP_METRICS = ("threads", "tps", "qps", "reads_s", "writes_s", "other_s", "err_s", "reconn_s", "lat_ms")
@@ -392,13 +333,10 @@ def _unreadable(path: Path, meta: dict[str, Any], notes: list[str], exc: ValueEr
     notes.append(f"driver: {path.name} cannot be read ({exc}); the trial is {meta['status']}")
 
 
-def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
+def _driver(path: Path, text: str, data: TrialData, notes: list[str]) -> None:
     meta = data.meta
-    if not path.exists():
-        notes.append("driver: no driver.log")
-        return
     try:
-        output = parse_output_columns(path.read_text(errors="replace"))
+        output = parse_output_columns(text)
     except ValueError as exc:
         _unreadable(path, meta, notes, exc)
         return
@@ -410,6 +348,7 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
     meta["driver_transactions"] = summary.get("transactions")
     meta["driver_ignored_errors"] = summary.get("ignored_errors")
     meta["driver_reconnects"] = summary.get("reconnects")
+    _banner_agrees(path, output.header, meta)
     if not output.kinds:
         notes.append("driver: no interval lines")
         return
@@ -420,11 +359,18 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
     # A second printed twice (the reporting thread woke late): the first one stands.
     advancing = np.concatenate([[True], np.diff(t) > 0])
     t = t[advancing]
-    if meta["report_interval_s"] is None and len(t) > 1:
-        meta["report_interval_s"] = float(np.median(np.diff(t)))
+    _interval_agrees(path, t, meta)
     meta["driver_last_t"] = float(t.max())
-    pcts = set(output.columns["lat_pct"][~np.isnan(output.columns["lat_pct"])].tolist())
-    meta["latency_pct"] = pcts.pop() if len(pcts) == 1 else None
+    pcts = output.columns["lat_pct"][~np.isnan(output.columns["lat_pct"])]
+    meta["latency_pct"] = float(pcts[0]) if pcts.size else None  # one percentile: parse_output_columns checks it
+    _agree(path, "latency percentile", meta["latency_pct"], [("driver.command --percentile",
+                                                               meta["command_options"].get("percentile")),
+                                                              ("trial.json summary.latency_pct", meta["recorded_pct"])])
+    if kind == "oltp" and (over := output.columns["threads"] > meta["threads"]).any():
+        first = int(np.argmax(over))
+        raise record.RecordError(f"{path}: interval [{output.columns['t'][first]:g}s] ran "
+                                 f"{output.columns['threads'][first]:g} threads, the trial {meta['threads']}: "
+                                 "the log of another trial?")
     names = _OLTP_METRICS if kind == "oltp" else _FILEIO_METRICS
     columns = {name: output.columns[name][advancing] for name in names}
     if kind == "oltp":
@@ -438,30 +384,67 @@ def _driver(path: Path, data: TrialData, notes: list[str]) -> None:
         data.add(t, f"driver.{name}", values)
 
 
-def _tpcc_driver(path: Path, data: TrialData, notes: list[str]) -> None:
+def _agree(path: Path, what: str, found: float | None, told: list[tuple[str, float | None]]) -> None:
+    """What the driver's log shows (`found`) against what the record says of it; None is not said."""
+    if found is None:
+        return
+    for source, value in told:
+        if value is not None and abs(value - found) > 1e-6:
+            raise record.RecordError(f"{path}: {what} {found:g} in the log, {value:g} in {source}: the log of "
+                                     "another trial, or a changed record")
+
+
+def _banner_agrees(path: Path, header: dict[str, Any], meta: dict[str, Any]) -> None:
+    """sysbench's banner ran the trial's threads at its report interval."""
+    _agree(path, "threads (its banner)", header.get("threads"), [("the trial's cell", meta["threads"])])
+    _agree(path, "report interval (its banner)", header.get("report_interval_s"),
+           [("trial.json", meta["report_interval_s"])])
+    if meta["report_interval_s"] is None and header.get("report_interval_s"):
+        meta["report_interval_s"] = _interval_within(path, header["report_interval_s"])
+
+
+def _interval_agrees(path: Path, t: np.ndarray, meta: dict[str, Any]) -> None:
+    """The log's intervals step by the trial's report interval (or give it, for a record without one)."""
+    if len(t) < 2:
+        return
+    step = float(np.median(np.diff(t)))
+    if meta["report_interval_s"] is None:
+        meta["report_interval_s"] = _interval_within(path, step)
+    _agree(path, "report interval (its interval lines)", step, [("trial.json", meta["report_interval_s"])])
+
+
+def _interval_within(path: Path, interval: float) -> float:
+    low, high = record.INTERVAL_S
+    if not low <= interval <= high:
+        raise record.RecordError(f"{path}: reports every {interval:g} s, outside {low:g}–{high:g} s")
+    return interval
+
+
+def _tpcc_driver(path: Path, text: str, data: TrialData, notes: list[str]) -> None:
     """tpcc_start's output: New-Orders per interval as tpmC, and their p95 and p99 latency.
 
     Its interval times count from MEASURING START, which follows the driver's start within its
     connection set-up (the trial runs with no ramp-up): the driver's clock, like sysbench's.
     """
     meta = data.meta
-    if not path.exists():
-        notes.append("driver: no driver.log")
-        return
     try:
-        parsed = tpcc.parse_output(path.read_text(errors="replace"), stopped=meta["stopped_driver"])
+        parsed = tpcc.parse_output(text, stopped=meta["stopped_driver"])
     except ValueError as exc:
         _unreadable(path, meta, notes, exc)
         return
     meta["fatal"] = "; ".join(fatal["text"] for fatal in parsed["fatal"][:3])
     meta["driver_kind"] = "tpcc"
     meta["throughput_unit"] = "tpmC"
+    _agree(path, "connections (its <Parameters>)", parsed["parameters"].get("connections"),
+           [("the trial's cell", meta["threads"])])
+    if parsed["interval_s"]:
+        _agree(path, "report interval (its interval lines)", float(parsed["interval_s"]),
+               [("trial.json", meta["report_interval_s"])])
+        meta["report_interval_s"] = meta["report_interval_s"] or _interval_within(path, float(parsed["interval_s"]))
     intervals = parsed["intervals"]
     if not intervals:
         notes.append("driver: no interval lines")
         return
-    interval = float(parsed["interval_s"] or meta["report_interval_s"] or 0) or None
-    meta["report_interval_s"] = meta["report_interval_s"] or interval
     t = np.array([row["t"] for row in intervals], dtype=np.float64)
     meta["driver_last_t"] = float(t.max())
     meta["latency_pct"] = 95.0
@@ -504,19 +487,46 @@ def _align(times: np.ndarray, resolution_s: float, started: pd.Timestamp, interv
     return t[keep], keep
 
 
-def _status(samples: status.StatusSamples, times: np.ndarray, started: pd.Timestamp, meta: dict[str, Any],
+def _status(samples: status.StatusSamples, times: np.ndarray, path: Path, raw: bytes, meta: dict[str, Any],
             data: TrialData, notes: list[str]) -> None:
-    """Counters as rates per second between samples, gauges as levels; the first sample only anchors."""
+    """Counters as rates per second between samples, gauges as levels; the first sample only anchors.
+
+    A counter that goes back (the server restarted mid-trial: its counters start again from 0)
+    has no rate across that sample, and the trial is marked; a rate or a level no server shows is
+    an error naming the line (bounds.status_rate, bounds.status_level)."""
     if len(times) < 2:
         notes.append("status: fewer than two samples, no rates")
         return
     seconds = np.diff(times) / np.timedelta64(1, "s")
-    t, keep = _align(times[1:], samples.resolution_s, started, meta["report_interval_s"], notes, "status")
+    t, keep = _align(times[1:], samples.resolution_s, meta["started"], meta["report_interval_s"], notes, "status")
+    _on_the_trials_clock(t, path, meta)
     for name, deltas in samples.metrics.items():
         if name in STATUS_GAUGES:
             base = samples.absolute.get(name, float("nan"))
             values = (base + np.cumsum(deltas))[1:]
+            bound = bounds.status_level(name)
+            what = "level"
         else:
             values = deltas[1:] / seconds
+            went_back = values < 0
+            if went_back.any():
+                first = int(np.argmax(went_back))
+                meta["marks"].append(f"{path.name}: {name} went back at {times[first + 1]} (the server restarted?): "
+                                     f"no rate across {int(went_back.sum())} sample(s)")
+                values = np.where(went_back, np.nan, values)
+            bound = bounds.status_rate(name)
+            what = "rate"
+        known = np.flatnonzero(~np.isnan(values))  # a gauge without its first value has no level
+        bad = bound.first_outside(values[known])
+        if bad is not None:
+            at = known[bad]
+            raise ParseError(path, f"{name} {what} {values[at]:g} at {times[at + 1]} is not one a server shows "
+                                   f"({bound.describe()})", _status_line(raw, times[at + 1], name))
         data.add(t, f"status.{name}", values[keep])
 
+
+def _status_line(raw: bytes, moment: np.datetime64, name: str) -> int | None:
+    """The line of status.log that holds `name` at `moment` (the trial module writes milliseconds)."""
+    row = f"{np.datetime_as_string(moment, unit='ms')}Z\t{name}\t".encode()
+    position = raw.find(row)
+    return raw.count(b"\n", 0, position) + 1 if position >= 0 else None

@@ -8,13 +8,13 @@
 
 A server cell is placed by its my.cnf variant and buffer pool; a fileio cell, which runs no
 server, by its sub-test and block size. Anything else under a run (an earlier attempt moved
-aside, the temporary directory of an interrupted cell) is not a trial.
+aside, the temporary directory of an interrupted cell) is not a trial. innomatrix.tree walks a
+run and finds its trial directories by these shapes.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 TRIAL_FILE = "trial.json"
@@ -30,7 +30,6 @@ _TRIAL_DIR = re.compile(
     r"^(?P<host>[^/]+)/(?P<filesystem>[^/]+)/(?P<workload>[^/]+)/(?P<group>[^/]+)"
     r"/(?P<kind>bp|bs)-(?P<size>[^/]+)/t(?P<threads>\d+)/r(?P<repeat>\d+)$"
 )
-_TRIAL_GLOB = f"*/*/*/*/b[ps]-*/t*/r*/{TRIAL_FILE}"
 
 
 class LayoutError(ValueError):
@@ -78,12 +77,3 @@ def parse(relative: str) -> dict[str, Any] | None:
         "threads": int(match["threads"]),
         "repeat": int(match["repeat"]),
     }
-
-
-def trial_dirs(run_dir: Path) -> list[Path]:
-    """Every trial directory under a run that has a trial.json, in path order."""
-    return [
-        trial_json.parent
-        for trial_json in sorted(run_dir.glob(_TRIAL_GLOB))
-        if parse(trial_json.parent.relative_to(run_dir).as_posix()) is not None
-    ]

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from innomatrix import layout
+from innomatrix import layout, tree
 
 
 def finished(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     """Cell path → {key, status} for every trial.json in the run; an unreadable one counts as failed."""
-    run = Path(run_dir)
-    if not run.is_dir():
+    if not Path(run_dir).is_dir():
         return {}
+    run = tree.run_root(run_dir)
     out: dict[str, dict[str, Any]] = {}
-    for trial in layout.trial_dirs(run):
+    for trial in tree.trial_dirs(run):
         relative = trial.relative_to(run).as_posix()
         data = _read_trial(trial / layout.TRIAL_FILE)
         out[relative] = {"key": data.get("key"), "status": data.get("status", "unreadable")}
@@ -25,8 +24,8 @@ def finished(run_dir: str | Path) -> dict[str, dict[str, Any]]:
 def _read_trial(path: Path) -> dict[str, Any]:
     """A trial.json as a dict; anything unreadable or not an object reads as unreadable."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = tree.read_json(path)
+    except tree.TreeError:
         return {"status": "unreadable", "reasons": [f"{path.name} cannot be read as JSON"]}
     if not isinstance(data, dict):
         return {"status": "unreadable", "reasons": [f"{path.name} is not a JSON object"]}

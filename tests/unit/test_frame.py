@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from innomatrix import frame, layout
+from innomatrix import frame, layout, tree
 from innomatrix.parse import ParseError, fast_sysbench, iostat, status, vmstat
 from trees import Trial, real_tiny, steady, write_trial
 
@@ -136,11 +136,11 @@ def test_the_fast_readers_give_the_frame_the_exact_readers_give(tmp_path, monkey
     run = _mixed_run(tmp_path)
     fast = frame.load(run, workers=1)
 
-    def no_table(path):
+    def no_table(data, path):
         raise pa.ArrowInvalid("read exactly")
 
     monkeypatch.setattr(fast_sysbench, "_in_bulk", lambda text: None)
-    monkeypatch.setattr(vmstat, "_fast_samples", lambda text: None)
+    monkeypatch.setattr(vmstat, "_fast_samples", lambda text, path: None)
     monkeypatch.setattr(iostat, "_fast_samples", lambda data, text, path, device: None)
     monkeypatch.setattr(status, "_fast_table", no_table)
     exact = frame.load(run, workers=1)
@@ -151,7 +151,7 @@ def test_the_fast_readers_give_the_frame_the_exact_readers_give(tmp_path, monkey
 def test_the_long_table_is_every_trials_series_in_turn(tmp_path):
     run = _mixed_run(tmp_path)
     loaded = frame.load(run, workers=1)
-    trials = [frame.load_trial(directory, run) for directory in layout.trial_dirs(run)]
+    trials = [frame.load_trial(directory, run) for directory in tree.trial_dirs(run)]
     parts = []
     for trial in trials:
         meta = trial.meta

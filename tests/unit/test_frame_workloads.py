@@ -29,9 +29,10 @@ def trial(run: Path, path: str, driver_log: Path, *, before_subtest: bool = Fals
         cell.update(variant=group, bp_size=size[3:])
     else:
         cell.update({"variant" if before_subtest else "subtest": group, "block_size": size[3:]})
+    warmup = record["durations"]["warmup_s"]
     (directory / "trial.json").write_text(json.dumps({
-        "schema": 1, "key": "k" * 16, "status": "ok", "reasons": [], "cell": cell,
-        "times": {"started": "2026-11-22T06:00:00Z", "measure_start": "2026-11-22T06:00:10Z",
+        "schema": 1, "key": path, "status": "ok", "reasons": [], "cell": cell,
+        "times": {"started": "2026-11-22T06:00:00Z", "measure_start": f"2026-11-22T06:00:{warmup:02d}Z",
                   "ended": "2026-11-22T06:00:40Z"},
         **record,
     }))

@@ -34,7 +34,8 @@ class Samples:
 
     `times` are datetime64[ms] in `zone` (UTC unless the tool stamped local time and named its
     zone); `resolution_s` is how finely the tool stamped them (a stamp of whole seconds may be up
-    to a second before the true time); `notes` say what was dropped or assumed, for the report.
+    to a second before the true time); `notes` say what was dropped or assumed, for the report;
+    `marks` what makes the trial's figures from this file doubtful (the trial is flagged with them).
     """
 
     times: np.ndarray
@@ -42,6 +43,7 @@ class Samples:
     metrics: dict[str, np.ndarray]
     notes: list[str] = field(default_factory=list)
     zone: str = "UTC"
+    marks: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.times)

@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from innomatrix.parse.sysbench import _ABSURD, _FILEIO_RE, _INTERVAL_PREFIX_RE, _OLTP_RE, interval_breaks, parse_output
+from innomatrix.parse.sysbench import (_ABSURD, _FILEIO_RE, _INTERVAL_PREFIX_RE, _OLTP_RE, PLAUSIBLE, interval_breaks,
+                                       parse_output)
 
 # Beside "\n", what str.splitlines breaks lines at or str.strip strips in ASCII text.
 _OTHER_LINE_BREAKS_AND_SPACES = "\r\x0b\x0c\x1c\x1d\x1e\x1f"
@@ -31,7 +32,8 @@ _KINDS = {kind: f"^[ \t]*(?:{pattern.pattern})[ \t]*$" for kind, pattern in (("o
 _FIELDS = {kind: [name for name, _ in sorted(pattern.groupindex.items(), key=lambda item: item[1])]
            for kind, pattern in (("oltp", _OLTP_RE), ("fileio", _FILEIO_RE))}
 _LATENCY_FIELDS = ("lat_pct", "lat_ms")
-_PREFIX = f"^[ \t]*{_INTERVAL_PREFIX_RE.pattern}"
+# Anywhere in a line, as parse_interval looks for it: an interval behind colour codes is not skipped.
+_PREFIX = _INTERVAL_PREFIX_RE.pattern
 # The patterns' literal text has no digit and no dot, so the numbers of a matching line, in order,
 # are its runs of digits and dots: one per field.
 _NUMBERS_ONLY = str.maketrans({chr(c): " " for c in range(128) if chr(c) not in "0123456789."})
@@ -45,10 +47,12 @@ class DriverOutput:
     intervals (`t`, `threads`, `tps`, ..., `lat_pct`, `lat_ms`), NaN where a line has no value;
     empty if the log has no intervals or mixes kinds. `complete`: the log has sysbench's
     end-of-run summary. `breaks`: where the interval times leave their step (parse_output).
+    `header`: what sysbench's banner says it ran with (parse_output).
     """
 
     kinds: list[str]
     columns: dict[str, np.ndarray]
+    header: dict[str, Any]
     summary: dict[str, Any]
     fatal: list[str]
     complete: bool
@@ -68,8 +72,8 @@ def _from_output(parsed: dict[str, Any]) -> DriverOutput:
     if len(kinds) == 1:
         columns = {name: np.array([np.nan if interval[name] is None else interval[name] for interval in intervals],
                                   dtype=np.float64) for name in _FIELDS[kinds[0]]}
-    return DriverOutput(kinds=kinds, columns=columns, summary=parsed["summary"], fatal=parsed["fatal"],
-                        complete=parsed["complete"], breaks=parsed["breaks"])
+    return DriverOutput(kinds=kinds, columns=columns, header=parsed["header"], summary=parsed["summary"],
+                        fatal=parsed["fatal"], complete=parsed["complete"], breaks=parsed["breaks"])
 
 
 def _in_bulk(text: str) -> DriverOutput | None:
@@ -106,8 +110,8 @@ def _in_bulk(text: str) -> DriverOutput | None:
     if list(check) != list(columns) or any(not np.array_equal(values[rows], check[name], equal_nan=True)
                                            for name, values in columns.items()):
         return None
-    return DriverOutput(kinds=kinds, columns=columns, summary=rest["summary"], fatal=rest["fatal"],
-                        complete=rest["complete"], breaks=[])
+    return DriverOutput(kinds=kinds, columns=columns, header=rest["header"], summary=rest["summary"],
+                        fatal=rest["fatal"], complete=rest["complete"], breaks=[])
 
 
 def _numbers(rows: list[str], kind: str) -> dict[str, np.ndarray] | None:
@@ -123,6 +127,11 @@ def _numbers(rows: list[str], kind: str) -> dict[str, np.ndarray] | None:
     if not (values < _ABSURD).all():
         return None  # parse_output refuses it, naming the line
     by_field = dict(zip(names, values.reshape(len(rows), len(names)).T.copy()))
+    pcts = by_field.get("lat_pct")
+    if pcts is not None and (len(np.unique(pcts)) > 1 or not (0 < pcts[0] <= 100)):
+        return None  # parse_output refuses a percentile that changes, or is none
+    if any((by_field[name] > PLAUSIBLE[name]).any() for name in by_field if name in PLAUSIBLE):
+        return None  # parse_output refuses a figure beyond any run, naming the line
     return {name: by_field[name] if name in by_field else np.full(len(rows), np.nan) for name in _FIELDS[kind]}
 
 

@@ -12,6 +12,10 @@ breaks off; damage anywhere but at the end is an error naming the line.
 `read` first tries Arrow's JSON parser, which reads the plain document iostat writes (whole, every
 entry with the same fields) in a third of the time `json` takes, and leaves anything else to
 `parse`, the exact reader, so both give the same samples and the same errors.
+
+Every value is checked against its bound (`innomatrix.bounds`): one iostat cannot print (a
+negative rate, a percentage above 100, NaN, a number too large for a float) is an error naming the
+line of its entry. Time stamps that go back (the clock was set back) are kept and marked.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import json as arrow_json
 
+from innomatrix import bounds
 from innomatrix.parse import ParseError, Samples, line_of
+from innomatrix.parse.vmstat import clock_marks
 
 _STATISTICS = re.compile(r'"statistics"\s*:\s*\[')
 _ISO = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:([+-])(\d\d):?(\d\d)|Z)?$")
@@ -45,9 +51,10 @@ class IostatSamples(Samples):
     device: str = ""
 
 
-def read(path: str | Path, device: str | None = None) -> IostatSamples:
+def read(path: str | Path, device: str | None = None, data: bytes | None = None) -> IostatSamples:
+    """`data`: the file's bytes, when the caller read them (a results tree is read by innomatrix.tree)."""
     path = Path(path)
-    data = path.read_bytes()
+    data = path.read_bytes() if data is None else data
     try:
         text = data.decode()
     except UnicodeDecodeError:
@@ -145,8 +152,9 @@ def _samples(entries: list[dict[str, Any]], text: str, path: str | Path, device:
         if name in _MB_TO_KB:
             name, array = _MB_TO_KB[name], array * 1024
         metrics[name] = array
-    return IostatSamples(times=_times(stamps, text, path), resolution_s=1.0, metrics=metrics,
-                         notes=["iostat: first entry (average since boot) dropped"], device=chosen)
+    return _checked(IostatSamples(times=_times(stamps, text, path), resolution_s=1.0, metrics=metrics,
+                                  notes=["iostat: first entry (average since boot) dropped"], device=chosen),
+                    stamps, text, path)
 
 
 def _fast_samples(data: bytes, text: str, path: str | Path, device: str | None) -> IostatSamples | None:
@@ -195,8 +203,24 @@ def _fast_samples(data: bytes, text: str, path: str | Path, device: str | None) 
             if name in _MB_TO_KB:
                 name, array = _MB_TO_KB[name], array * 1024
             metrics[prefix + name] = array
-    return IostatSamples(times=_times(stamps.to_pylist(), text, path), resolution_s=1.0, metrics=metrics,
-                         notes=["iostat: first entry (average since boot) dropped"], device=chosen)
+    texts = stamps.to_pylist()
+    return _checked(IostatSamples(times=_times(texts, text, path), resolution_s=1.0, metrics=metrics,
+                                  notes=["iostat: first entry (average since boot) dropped"], device=chosen),
+                    texts, text, path)
+
+
+def _checked(samples: IostatSamples, stamps: list[str], text: str, path: str | Path) -> IostatSamples:
+    """The samples once every value is within its bound, with a mark if their times go back."""
+    for name, values in samples.metrics.items():
+        bound = bounds.iostat(name)
+        bad = bound.first_outside(values)
+        if bad is not None:
+            raise ParseError(path, f"{name} {values[bad]:g} is not a value iostat prints ({bound.describe()})",
+                             _line_near(text, {"timestamp": stamps[bad]}))
+    if (np.diff(samples.times) < np.timedelta64(0, "ms")).any():  # rare: only then find the entries' lines
+        lines = np.array([_line_near(text, {"timestamp": stamp}) or 0 for stamp in stamps])
+        samples.marks = clock_marks(samples.times, lines, path)
+    return samples
 
 
 def _first_sample(text: str) -> dict[str, Any] | None:

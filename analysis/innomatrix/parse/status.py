@@ -7,7 +7,9 @@ ISO 8601 UTC with milliseconds.
 
 What comes back: the sample times, and per variable its deltas at every sample (0 where it did
 not move, 0 at the first sample) and its absolute value at the first sample, so a counter's rate
-is delta / time between samples and a gauge's level is absolute + running sum of deltas.
+is delta / time between samples and a gauge's level is absolute + running sum of deltas. A
+variable listed twice in one sample is an error naming the line (its rate would be counted
+twice); the rates and levels themselves are checked where they are computed (frame.py).
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ class StatusSamples(Samples):
     errors: list[str] = field(default_factory=list)
 
 
-def read(path: str | Path, variables: Iterable[str] | None = None) -> StatusSamples:
-    """`variables` limits what is returned (default: every variable in the file)."""
+def read(path: str | Path, variables: Iterable[str] | None = None, data: bytes | None = None) -> StatusSamples:
+    """`variables` limits what is returned (default: every variable in the file); `data`: the
+    file's bytes, when the caller read them (a results tree is read by innomatrix.tree)."""
     path = Path(path)
+    data = path.read_bytes() if data is None else data
     wanted = set(variables) if variables is not None else None
     try:
-        table = _fast_table(path)
+        table = _fast_table(data, path)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
         table = None  # a damaged line or an odd value: the exact reader names the line
     is_absolute = _absolute_rows(table) if table is not None else None
@@ -53,7 +57,7 @@ def read(path: str | Path, variables: Iterable[str] | None = None) -> StatusSamp
             return _from_columns(table, is_absolute, path, wanted, errors=[])
         except (_NotUtf8, ParseError):
             pass  # the exact reader decodes what is not UTF-8, and names the line of what is wrong
-    return parse(path.read_text(errors="replace"), path, wanted)
+    return parse(data.decode(errors="replace"), path, wanted)
 
 
 def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] | None = None) -> StatusSamples:
@@ -62,7 +66,7 @@ def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] |
     lines = text.splitlines()
     if not lines or lines[0].strip() != HEADER:
         raise ParseError(path, f"expected the header {HEADER!r}", 1)
-    times, names, values, kinds, errors = [], [], [], [], []
+    times, names, values, kinds, errors, numbers = [], [], [], [], [], []
     for number, line in enumerate(lines[1:], start=2):
         if not line:
             continue
@@ -83,25 +87,25 @@ def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] |
         names.append(name)
         values.append(number_value)
         kinds.append(kind)
+        numbers.append(number)
     table = pa.table({
         "time": pa.array(times, pa.binary()),
         "variable": pa.array(names, pa.binary()),
         "value": pa.array([float(v) for v in values], pa.float64()),
         "kind": pa.array(kinds, pa.binary()),
     })
-    return _from_columns(table, _absolute_rows(table), path, wanted, errors)
+    return _from_columns(table, _absolute_rows(table), path, wanted, errors, np.array(numbers, dtype=np.int64))
 
 
-def _fast_table(path: Path) -> pa.Table:
-    with open(path, "rb") as handle:
-        first = handle.readline().rstrip(b"\r\n").decode(errors="replace")
+def _fast_table(data: bytes, path: Path) -> pa.Table:
+    first = data.split(b"\n", 1)[0].rstrip(b"\r").decode(errors="replace")
     if first != HEADER:
         raise ParseError(path, f"expected the header {HEADER!r}", 1)
     # Bytes: dictionaries would cost more to build than the rest of the parse, strings a little more.
     # The few distinct times and names are decoded later; rows of one sample are contiguous, so
     # samples are found where the time changes.
     return csv.read_csv(
-        path,
+        pa.BufferReader(data),
         read_options=csv.ReadOptions(use_threads=False),
         parse_options=csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False),
         convert_options=csv.ConvertOptions(
@@ -121,8 +125,10 @@ def _absolute_rows(table: pa.Table) -> np.ndarray | None:
 
 
 def _from_columns(table: pa.Table, is_absolute: np.ndarray, path: str | Path, wanted: set[str] | None,
-                  errors: list[str]) -> StatusSamples:
-    """Samples from rows of absolute and delta kind, in the order the file holds them."""
+                  errors: list[str], lines: np.ndarray | None = None) -> StatusSamples:
+    """Samples from rows of absolute and delta kind, in the order the file holds them; `lines`, each
+    row's line number, names the line of a fault (the fast reader has none: `read` then asks the
+    exact reader, which does)."""
     if table.num_rows == 0:
         empty = np.array([], dtype="datetime64[ms]")
         return StatusSamples(times=empty, resolution_s=0.001, metrics={}, errors=errors,
@@ -132,6 +138,7 @@ def _from_columns(table: pa.Table, is_absolute: np.ndarray, path: str | Path, wa
         raise ParseError(path, "absolute rows after the first sample")
     names, rows, slot = _wanted_rows(table.column("variable").chunk(0), wanted)
     sample = np.searchsorted(starts, rows, side="right") - 1
+    _refuse_repeats(slot * len(times) + sample, rows, names, slot, lines, path)
     values = table.column("value").take(rows).to_numpy().astype(np.float64)
     absolute_row = is_absolute[rows]
     absolute = np.full(len(names), np.nan)
@@ -143,6 +150,19 @@ def _from_columns(table: pa.Table, is_absolute: np.ndarray, path: str | Path, wa
     return StatusSamples(times=times, resolution_s=0.001,
                          metrics={name: deltas[j] for j, name in enumerate(names)}, notes=notes,
                          absolute={name: float(absolute[j]) for j, name in enumerate(names)}, errors=errors)
+
+
+def _refuse_repeats(cells: np.ndarray, rows: np.ndarray, names: list[str], slot: np.ndarray,
+                    lines: np.ndarray | None, path: str | Path) -> None:
+    """One row per variable per sample: a second one would be added to the first."""
+    _, first, counts = np.unique(cells, return_index=True, return_counts=True)
+    if (counts == 1).all():
+        return
+    repeated = np.ones(len(cells), dtype=bool)
+    repeated[first] = False
+    at = int(np.flatnonzero(repeated)[0])
+    raise ParseError(path, f"{names[slot[at]]} is listed twice in one sample",
+                     int(lines[rows[at]]) if lines is not None else None)
 
 
 def _samples(stamps: pa.Array, path: str | Path) -> tuple[np.ndarray, np.ndarray]:

@@ -51,6 +51,27 @@ def _real(text: str) -> float:
         raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
     return value
 
+
+# The most any run prints per interval field, with room to spare: the fastest servers run about a
+# million transactions and a few million queries a second, the fastest devices tens of GiB/s.
+# A larger figure is a damaged log (a digit too many), not a fast machine, and is refused where it
+# is read, as an absurd number is. The bounds are wide on purpose: no real run comes near them.
+PLAUSIBLE = {
+    "t": 1e8,                       # three years of seconds
+    "threads": 1e5,
+    "tps": 1e7, "qps": 1e8, "reads_s": 1e8, "writes_s": 1e8, "other_s": 1e8,
+    "err_s": 1e7, "reconn_s": 1e6,
+    "lat_ms": 1e7,                  # under three hours a request
+    "read_mib_s": 1e7, "write_mib_s": 1e7, "fsyncs_s": 1e8,
+}
+
+
+def _plausible(name: str, value: float) -> float:
+    """An interval figure no run prints (see PLAUSIBLE) raises ValueError."""
+    if value > PLAUSIBLE.get(name, _ABSURD):
+        raise ValueError(f"{name} {value:g} is more than any run prints ({PLAUSIBLE[name]:g})")
+    return value
+
 # "[ 6s ] thds: 16 tps: ..." -- the lat part is optional because not every
 # reporter prints it, and some Lua reporters print "err/s 0.00" (no colon).
 _OLTP_RE = re.compile(
@@ -155,6 +176,8 @@ def _convert(
     """Turn named regex groups into typed values so callers never see strings."""
     values: dict[str, Any] = {name: _count(match[name]) for name in int_fields}
     values.update({name: _real(match[name]) for name in float_fields})
+    for name, value in values.items():
+        _plausible(name, value)
     return values
 
 
@@ -162,16 +185,20 @@ def _latency(match: re.Match[str]) -> dict[str, float | None]:
     """Latency of one interval; None when the line carries no latency part."""
     if match["lat_ms"] is None:
         return {"lat_ms": None, "lat_pct": None}
-    return {"lat_ms": _real(match["lat_ms"]), "lat_pct": _real(match["lat_pct"])}
+    pct = _real(match["lat_pct"])
+    if not 0 < pct <= 100:
+        raise ValueError(f"latency percentile {pct:g}% is not a percentile")
+    return {"lat_ms": _plausible("lat_ms", _real(match["lat_ms"])), "lat_pct": pct}
 
 
 def parse_interval(line: str) -> dict[str, Any] | None:
     """Parse one --report-interval line of an OLTP or fileio run.
 
     Returns None for any other line (banner, summary, cpu/memory intervals),
-    so callers can feed every output line through it. A line that starts like
-    an OLTP or fileio interval but does not parse raises ValueError, because
-    dropping it would quietly shift the medians computed from the intervals.
+    so callers can feed every output line through it. A line that holds an
+    OLTP or fileio interval anywhere (after a terminal's colour codes, say) but
+    does not parse raises ValueError, because dropping it would quietly shift
+    the medians computed from the intervals.
     """
     text = line.strip()
     if match := _OLTP_RE.fullmatch(text):
@@ -181,7 +208,7 @@ def parse_interval(line: str) -> dict[str, Any] | None:
         }
     elif match := _FILEIO_RE.fullmatch(text):
         interval = {"kind": "fileio", **_convert(match, (), _FILEIO_FLOAT_FIELDS)}
-    elif _INTERVAL_PREFIX_RE.match(text):
+    elif _INTERVAL_PREFIX_RE.search(text):
         raise ValueError(f"malformed sysbench interval line: {line!r}")
     else:
         return None
@@ -343,6 +370,7 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
     intervals: list[dict[str, Any]] = []
     interval_lines: list[int] = []
     fatal: list[str] = []
+    percentile = None
     for number, line in enumerate(text.splitlines(), start=1):
         if "FATAL" in line:
             fatal.append(line.strip())
@@ -352,6 +380,11 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
         except ValueError as exc:
             raise ValueError(f"line {number}: {exc}") from None
         if interval is not None:
+            if interval["lat_pct"] is not None:
+                if percentile is not None and interval["lat_pct"] != percentile:
+                    raise ValueError(f"line {number}: the latency percentile changes from {percentile:g}% to "
+                                     f"{interval['lat_pct']:g}% (two runs' output in one log?)")
+                percentile = interval["lat_pct"]
             intervals.append(interval)
             interval_lines.append(number)
     breaks = interval_breaks([interval["t"] for interval in intervals]) if check_intervals else []
@@ -368,6 +401,7 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
                          f"the summary {summary['events']}: one of them is corrupted")
     return {
         "version": summary.get("version"),
+        "header": parse_header(text),
         "intervals": intervals,
         "summary": summary,
         "histogram": histogram,
@@ -375,6 +409,28 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
         "complete": "latency_sum_ms" in summary,
         "breaks": [f"line {interval_lines[index]}: {problem}" for index, problem in breaks],
     }
+
+
+# sysbench's banner says what it was run with: "Number of threads: 4", "Report intermediate
+# results every 1 second(s)". A log whose banner disagrees with its trial's record is another
+# trial's log.
+_HEADER_THREADS_RE = re.compile(r"Number of threads:\s*(\d+)")
+_HEADER_INTERVAL_RE = re.compile(rf"Report intermediate results every ({_NUM}) second\(s\)")
+_HEADER_END = "Threads started!"
+
+
+def parse_header(text: str) -> dict[str, Any]:
+    """What the banner says: `threads` and `report_interval_s`, None where it does not say."""
+    header: dict[str, Any] = {"threads": None, "report_interval_s": None}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == _HEADER_END or _INTERVAL_PREFIX_RE.search(stripped):
+            break
+        if header["threads"] is None and (found := _HEADER_THREADS_RE.fullmatch(stripped)):
+            header["threads"] = _count(found[1])
+        elif header["report_interval_s"] is None and (found := _HEADER_INTERVAL_RE.fullmatch(stripped)):
+            header["report_interval_s"] = _real(found[1])
+    return header
 
 
 def interval_breaks(times: list[float]) -> list[tuple[int, str]]:

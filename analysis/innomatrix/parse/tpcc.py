@@ -134,6 +134,20 @@ def _real(text: str) -> float:
     return value
 
 
+# The most an interval line's figures can be, with room to spare (a New-Order count is of one
+# interval: ten million a second for a minute is far beyond any server): a larger one is a
+# damaged log, refused where it is read, as an absurd number is.
+PLAUSIBLE_COUNT = 6e8
+PLAUSIBLE_MS = 1e7  # under three hours a transaction
+
+
+def _plausible(name: str, value: float) -> float:
+    limit = PLAUSIBLE_MS if name.endswith("_ms") else PLAUSIBLE_COUNT
+    if name != "t" and value > limit:
+        raise ValueError(f"{name} {value:g} is more than any run prints ({limit:g})")
+    return value
+
+
 def _number(text: str) -> float | None:
     """What printf("%.3f") printed: nan and inf (0/0, x/0) are None, a number must be sane."""
     return None if text.lstrip("-") in ("nan", "inf") else _real(text)
@@ -200,7 +214,7 @@ class _Reader:
             if _INTERVAL_PREFIX_RE.match(line):
                 raise ValueError(f"malformed interval line: {line!r}")
             return
-        interval = {name: _count(value) if name == "t" or name.endswith("_count") else _real(value)
+        interval = {name: _plausible(name, _count(value) if name == "t" or name.endswith("_count") else _real(value))
                     for name, value in found.groupdict().items()}
         step = self.intervals[0]["t"] if self.intervals else interval["t"]
         due = (len(self.intervals) + 1) * step

@@ -8,6 +8,10 @@ zone the header names; anything but UTC is passed on in `Samples.zone` for the c
 `read` splits and converts all lines at once with Arrow when the output is plain (ASCII, one
 header throughout, every data line complete, plain numbers) and leaves anything else to `parse`,
 the exact reader, so both give the same samples and the same errors.
+
+Every value is checked against its bound (`innomatrix.bounds`): one vmstat cannot print (a negative
+count, a percentage above 100, inf) is an error naming the line. A time stamp earlier than the
+one before (the clock was set back) is kept and marked (`Samples.marks`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from innomatrix import bounds
 from innomatrix.parse import ParseError, Samples
 
 UTC_NAMES = {"UTC", "GMT", "UCT", "Z", "Etc/UTC"}
@@ -26,10 +31,11 @@ _OTHER_LINE_BREAKS_AND_SPACES = "\r\x0b\x0c\x1c\x1d\x1e\x1f"
 _HEADER_LINE = r"^[ \t]*(?:procs|r)(?:[ \t]|$)"
 
 
-def read(path: str | Path) -> Samples:
+def read(path: str | Path, data: bytes | None = None) -> Samples:
+    """`data`: the file's bytes, when the caller read them (a results tree is read by innomatrix.tree)."""
     path = Path(path)
-    text = path.read_text(errors="replace")
-    fast = _fast_samples(text)
+    text = (path.read_bytes() if data is None else data).decode(errors="replace")
+    fast = _fast_samples(text, path)
     return fast if fast is not None else parse(text, path)
 
 
@@ -77,10 +83,10 @@ def parse(text: str, path: str | Path = "vmstat.log") -> Samples:
         times = np.array(stamps, dtype="datetime64[s]").astype("datetime64[ms]")
     except ValueError:
         times = _locate_bad_time(stamps, numbers, path)
-    return _samples(columns, zone, values, times)
+    return _samples(columns, zone, values, times, np.array(numbers), path)
 
 
-def _fast_samples(text: str) -> Samples | None:
+def _fast_samples(text: str, path: str | Path = "vmstat.log") -> Samples | None:
     """What `parse` gives for plain output, read by Arrow; None for any other, for `parse`."""
     if not text.isascii() or any(character in text for character in _OTHER_LINE_BREAKS_AND_SPACES):
         return None
@@ -126,16 +132,36 @@ def _fast_samples(text: str) -> Samples | None:
     except ValueError:
         return None
     values = values.to_numpy(zero_copy_only=False, writable=True).reshape(len(data) - 1, width)
-    return _samples(columns, zone, values, times)
+    return _samples(columns, zone, values, times, data[1:] + 1, path)
 
 
-def _samples(columns: list[str], zone: str, values: np.ndarray, times: np.ndarray) -> Samples:
+def _samples(columns: list[str], zone: str, values: np.ndarray, times: np.ndarray, lines: np.ndarray,
+             path: str | Path) -> Samples:
+    """The samples, once every value is within its bound; `lines`: each row's line number."""
+    for i, name in enumerate(columns):
+        bound = bounds.vmstat(name)
+        bad = bound.first_outside(values[:, i])
+        if bad is not None:
+            raise ParseError(path, f"{name} {values[bad, i]:g} is not a value vmstat prints "
+                                   f"({bound.describe()})", int(lines[bad]))
     notes = ["vmstat: first line (average since boot) dropped"]
     utc = zone in UTC_NAMES
     if not utc:
         notes.append(f"vmstat: time stamps are in zone {zone}, not UTC")
     return Samples(times=times, resolution_s=1.0, metrics={name: values[:, i] for i, name in enumerate(columns)},
-                   notes=notes, zone="UTC" if utc else zone)
+                   notes=notes, zone="UTC" if utc else zone, marks=clock_marks(times, lines, path))
+
+
+def clock_marks(times: np.ndarray, lines: np.ndarray, path: str | Path) -> list[str]:
+    """A mark for a collector whose time stamps go back (the clock was set back mid-trial): its
+    samples are still placed by their stamps, so some land on the wrong interval."""
+    back = np.flatnonzero(np.diff(times) < np.timedelta64(0, "ms"))
+    if not back.size:
+        return []
+    first = int(back[0]) + 1
+    return [f"{Path(path).name}:{int(lines[first])}: time goes back from {times[first - 1]} to {times[first]} "
+            f"({back.size} time{'s' if back.size > 1 else ''}): the clock was set back, samples may sit on "
+            "the wrong interval"]
 
 
 def _locate_bad_number(rows: list[list[str]], numbers: list[int], width: int, path: str | Path) -> np.ndarray:

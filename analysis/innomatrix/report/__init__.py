@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from innomatrix import frame as frames
-from innomatrix import layout, stats
+from innomatrix import layout, stats, tree
 from innomatrix.report import html, plots, tables
 from innomatrix.report import noise_floors
 
@@ -267,13 +267,13 @@ def host_sessions(run: Path, hosts: list[str]) -> tuple[dict[str, dict[str, Any]
     for host in hosts:
         path = run / host / layout.HOST_FILE
         found[host] = {}
-        try:
-            record = json.loads(path.read_text())
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             notes.append(f"{host}: no {layout.HOST_FILE} (the run was recorded without it)")
             continue
-        except (OSError, ValueError) as exc:
-            notes.append(f"{host}: {layout.HOST_FILE} cannot be read ({exc})")
+        try:
+            record = tree.read_json(path, tree.HOST_JSON_LIMIT)
+        except tree.TreeError as exc:
+            notes.append(f"{host}: {layout.HOST_FILE} cannot be read ({str(exc).removeprefix(f'{path}: ')})")
             continue
         sessions = record.get("sessions") if isinstance(record, dict) else None
         if not isinstance(sessions, list) or not sessions or not isinstance(sessions[-1], dict):

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from innomatrix import layout, stats
+from innomatrix import layout, stats, tree
+from innomatrix.record import Fields
 
 NOISE_KEY = "noise_floor"
 # Fewer trials of one configuration than this give a spread too rough to judge others by.
@@ -38,12 +38,13 @@ class NoiseError(ValueError):
 def device_of(run: Path, host: str) -> str:
     """The device identity of the host's latest session in `run` (host.json)."""
     path = run / host / layout.HOST_FILE
+    if not os.path.lexists(path):
+        raise NoiseError(f"{path}: missing; the noise floor belongs to a host and a device, and it names both")
     try:
-        record = json.loads(path.read_text())
-        identity = record["sessions"][-1]["device"]["identity"]
-    except FileNotFoundError:
-        raise NoiseError(f"{path}: missing; the noise floor belongs to a host and a device, and it names both") from None
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        identity = tree.read_json(path, tree.HOST_JSON_LIMIT)["sessions"][-1]["device"]["identity"]
+    except tree.TreeError as exc:
+        raise NoiseError(str(exc)) from None
+    except (KeyError, IndexError, TypeError) as exc:
         raise NoiseError(f"{path}: no device identity in its latest session ({exc.__class__.__name__}: {exc})") from None
     if not isinstance(identity, str) or not identity:
         raise NoiseError(f"{path}: the latest session names no device")
@@ -83,7 +84,7 @@ def record(run: Path, floor: stats.HostFloor, measured_on: list[str]) -> tuple[P
     """Write the floor into the host's host.json (atomically, every session kept); returns the
     path and the floor it replaced, if any."""
     path = run / floor.host / layout.HOST_FILE
-    host_record = json.loads(path.read_text())
+    host_record = tree.read_json(path, tree.HOST_JSON_LIMIT)
     replaced = host_record.get(NOISE_KEY)
     host_record[NOISE_KEY] = {
         "device": floor.device, "sd_log": floor.sd_log, "df": floor.df, "trials": floor.trials,
@@ -95,16 +96,38 @@ def record(run: Path, floor: stats.HostFloor, measured_on: list[str]) -> tuple[P
     return path, replaced
 
 
+# What `noise` can have measured: a CoV of the trial medians far beyond 100 % (sd_log 2 is 730 %)
+# is no floor of a benchmark host, and would overflow the interval's arithmetic.
+SD_LOG = (0.0, 2.0)
+
+
 def _floor_in(path: Path) -> stats.HostFloor | None:
-    """The floor a host.json holds, or None: one that is absent or unreadable is not a floor."""
+    """The floor a host.json holds, or None where it holds none (or cannot be read as JSON). A
+    floor whose figures `noise` cannot have written is an error naming the file, not a verdict."""
     try:
-        found = json.loads(path.read_text()).get(NOISE_KEY)
-        floor = stats.HostFloor(host=path.parent.name, device=str(found["device"]), sd_log=float(found["sd_log"]),
-                                df=int(found["df"]), trials=int(found["trials"]), run=str(found["run"]),
-                                measured=str(found["measured"]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        found = tree.read_json(path, tree.HOST_JSON_LIMIT)
+    except tree.TreeError:
         return None
-    return floor if floor.df > 0 and math.isfinite(floor.sd_log) and floor.sd_log >= 0 else None
+    if not isinstance(found, dict) or found.get(NOISE_KEY) is None:
+        return None
+    fields = Fields(found, path)
+    return stats.HostFloor(
+        host=path.parent.name, device=fields.text(f"{NOISE_KEY}.device") or "",
+        sd_log=fields.number(f"{NOISE_KEY}.sd_log", *SD_LOG), df=fields.integer(f"{NOISE_KEY}.df", 1, 100_000),
+        trials=fields.integer(f"{NOISE_KEY}.trials", 2, 10_000_000), run=fields.text(f"{NOISE_KEY}.run") or "",
+        measured=fields.text(f"{NOISE_KEY}.measured") or "")
+
+
+def _beside(run: Path, host: str) -> list[Path]:
+    """The host.json of `host` in every run of the results directory that holds `run`: real
+    directories only, so a symlink there leads nowhere outside the results."""
+    paths = []
+    for entry in sorted(os.scandir(run.parent), key=lambda entry: entry.name):
+        host_dir = Path(entry.path) / host
+        if entry.is_dir(follow_symlinks=False) and host_dir.is_dir() and not host_dir.is_symlink() and \
+                (host_dir / layout.HOST_FILE).is_file():
+            paths.append(host_dir / layout.HOST_FILE)
+    return paths
 
 
 def floors_for(run: Path, hosts: list[str]) -> stats.Floors:
@@ -116,7 +139,7 @@ def floors_for(run: Path, hosts: list[str]) -> stats.Floors:
             device = device_of(run, host)
         except NoiseError:
             continue
-        candidates = [floor for path in run.parent.glob(f"*/{host}/{layout.HOST_FILE}")
+        candidates = [floor for path in _beside(run, host)
                       if (floor := _floor_in(path)) is not None and floor.device == device]
         if candidates:
             floors[host] = max(candidates, key=lambda floor: floor.measured)

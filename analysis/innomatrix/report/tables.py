@@ -433,7 +433,7 @@ def _field(session: dict[str, Any], path: tuple[str, ...]) -> Any:
 def _number(value: Any) -> float | None:
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -449,6 +449,16 @@ def _active_scheduler(value: Any) -> str:
     return text[start + 1:end] if 0 <= start < end else text
 
 
+# The numbers of a session, within what any machine has (host.json is read from trees people share).
+HOST_NUMBERS = {"vcpus": (1, 1e6), "memory_mb": (1, 2 ** 40), "device_bytes": (0, 2 ** 64), "read_ahead_kb": (0, 2 ** 32)}
+_LONGEST_TEXT = 120
+
+
+def _clipped(value: Any) -> Any:
+    """A text of a session cut to what a table cell can show."""
+    return value[:_LONGEST_TEXT - 1] + "…" if isinstance(value, str) and len(value) > _LONGEST_TEXT else value
+
+
 HOST_DISPLAY = ("host", "sessions", "started", "kernel", "distribution", "cpu", "vcpus", "memory", "device", "size",
                 "rotational", "scheduler", "read-ahead (KiB)", "server", "driver")
 
@@ -461,9 +471,17 @@ def hosts_table(sessions: dict[str, dict[str, Any]], notes: list[str]) -> Table:
     has no session. A host-vs-host ratio means little without what differs between the hosts.
     """
     rows = []
+    notes = list(notes)
     for host, session in sorted(sessions.items()):
-        rows.append({"host": host, "sessions": session.get("sessions", 0),
-                     **{name: _field(session, path) for name, path in HOST_FIELDS}})
+        fields = {name: _field(session, path) for name, path in HOST_FIELDS}
+        for name, (low, high) in HOST_NUMBERS.items():
+            number = _number(fields[name])
+            if fields[name] is not None and (number is None or not low <= number <= high):
+                notes.append(f"{host}: host.json's {name} {str(fields[name])[:24]} is not a plausible value "
+                             f"({low:g}–{high:g}): not shown")
+                fields[name] = None
+        fields = {name: _clipped(value) for name, value in fields.items()}
+        rows.append({"host": host, "sessions": session.get("sessions", 0), **fields})
     data = pd.DataFrame(rows, columns=["host", "sessions", *(name for name, _ in HOST_FIELDS)])
     # Shown from the rows, not from `data`, where pandas turns a missing number into NaN and 2 into 2.0.
     display = pd.DataFrame([{
@@ -480,4 +498,4 @@ def hosts_table(sessions: dict[str, dict[str, Any]], notes: list[str]) -> Table:
         if row["server_flavor"] is not None or row["server_version"] is not None else "–",
         "driver": fmt(row["driver"]),
     } for row in rows], columns=HOST_DISPLAY)
-    return Table("hosts", "Hosts (each host's latest host.json session)", data, display, list(notes))
+    return Table("hosts", "Hosts (each host's latest host.json session)", data, display, notes)
