@@ -53,14 +53,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         ctx = plan.context(facts, args.cnf_dir)
         the_plan = plan.expand(knobs, ctx, results.finished(run_dir))
     except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
-        print(f"innomatrix: {exc}", file=sys.stderr)
-        return 2
+        return _usage(str(exc))
     print("\n".join(plan.describe(the_plan)))
     return 0
 
 
 def _say(message: str) -> None:
-    print(f"innomatrix: {message}", file=sys.stderr, flush=True)
+    print(f"innomatrix: {_printable(message)}", file=sys.stderr, flush=True)
 
 
 def _run_report(work: Callable[[], Any]) -> int:
@@ -72,8 +71,7 @@ def _run_report(work: Callable[[], Any]) -> int:
     try:
         written = work()
     except (FrameError, ParseError, ReportError, OSError) as exc:
-        print(f"innomatrix: {exc}", file=sys.stderr)
-        return 2
+        return _usage(str(exc))
     print("\n".join(written.lines))
     return 0
 
@@ -103,8 +101,14 @@ def cmd_noise(args: argparse.Namespace) -> int:
 
 
 def _usage(message: str) -> int:
-    print(f"innomatrix: {message}", file=sys.stderr)
+    """The one line of an error (exit 2): a path or a line of a damaged file could hold a line break
+    or a terminal's escape codes, which would make it two lines or rewrite the screen."""
+    print(f"innomatrix: {_printable(message)}", file=sys.stderr)
     return 2
+
+
+def _printable(text: str) -> str:
+    return "".join(character if character.isprintable() else repr(character)[1:-1] for character in text)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -228,6 +228,8 @@ def load_trial(directory: Path, run: Path) -> TrialData:
     if os.path.lexists(log):
         text = tree.read_log(log, seconds, interval).decode(errors="replace")
         (_tpcc_driver if meta["workload"] == "tpcc" else _driver)(log, text, data, notes)
+        if text and not text.endswith("\n"):  # a driver ends its every line; its last one here is cut
+            meta["marks"].append(f"driver.log ends in the middle of line {text.count(chr(10)) + 1} (cut short)")
     else:
         notes.append("driver: no driver.log")
     if meta["report_interval_s"] is None:
@@ -247,6 +249,11 @@ def load_trial(directory: Path, run: Path) -> TrialData:
             continue
         raw = tree.read_log(path, seconds, meta["report_interval_s"])
         samples = reader(path, raw)
+        if source != "iostat" and raw and not raw.endswith(b"\n"):
+            # vmstat and the status sampler end their every line; a last line without its line break
+            # was cut, and may have lost digits of its last value while still reading as a number.
+            # (iostat's JSON cut short is read up to its last whole entry, and marked.)
+            raise ParseError(path, "cut short: the last line has no line break", raw.count(b"\n") + 1)
         notes.extend(samples.notes)
         meta["marks"].extend(samples.marks)
         if isinstance(samples, iostat.IostatSamples):

@@ -133,6 +133,15 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
                           f"{(measure_start - started).total_seconds():g} s after times.started")
     measured = fields.number("durations.measured_s", 0, MONTH_S)
     command = fields.text("driver.command")
+    marks = []
+    if measured is None and fields.raw("durations.adaptive") is None:
+        # What the trial was to measure is its driver's --time less the warmup; without either,
+        # a trial cut short cannot be told from one that ran its course.
+        time = command_options(command or "").get("time")
+        if time is not None and time >= warmup:
+            measured = time - warmup
+        else:
+            marks.append("trial.json does not say how long the trial was to measure: a short one cannot be told")
     interval = fields.number("durations.report_interval_s", *INTERVAL_S)
     if interval is None and (match := _REPORT_INTERVAL.search(command or "")):
         interval = _within(fields, "--report-interval in driver.command", float(match[1]), *INTERVAL_S)
@@ -178,7 +187,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "fileio_run_p99_ms": fields.number("fileio.run_latency_p99_ms", 0, 1e7),
         "iostat_truncated": False,
         "iostat_device": "",
-        "marks": [],
+        "marks": marks,
         **decided,
     }
 

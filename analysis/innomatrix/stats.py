@@ -457,6 +457,7 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
     reasons += [mark for mark in str(meta.get("marks") or "").split("; ") if mark]
     recorded = meta.get("recorded_median")
     if (meta["status"] == "ok" and not meta.get("driver_breaks") and recorded is not None and not pd.isna(recorded)
+            and row["intervals_measured"] > 0
             and not math.isclose(recorded, row["throughput_median"], rel_tol=1e-9, abs_tol=1e-9)):
         reasons.append(f"trial.json's median {recorded:g} is not its driver.log's {row['throughput_median']:g}: "
                        "one of them was changed after the trial")

@@ -7,6 +7,7 @@ they raise and the shape of what they return.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +48,20 @@ class Samples:
 
     def __len__(self) -> int:
         return len(self.times)
+
+
+def as_datetimes(stamps, unit: str) -> np.ndarray:
+    """Text stamps as datetime64[unit]. A stamp numpy reads only with a warning (an offset such as
+    "+05:00", which it drops) is none a collector writes: ValueError, as for one it cannot read,
+    and never a warning on the report's terminal."""
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            return np.asarray(stamps).astype(f"datetime64[{unit}]")
+        except Warning as warning:
+            raise ValueError(str(warning)) from None
 
 
 def line_of(text: str, position: int) -> int:

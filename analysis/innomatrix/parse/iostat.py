@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from pyarrow import json as arrow_json
 
 from innomatrix import bounds
-from innomatrix.parse import ParseError, Samples, line_of
+from innomatrix.parse import ParseError, Samples, as_datetimes, line_of
 from innomatrix.parse.vmstat import clock_marks
 
 _STATISTICS = re.compile(r'"statistics"\s*:\s*\[')
@@ -297,11 +297,19 @@ def _times(stamps: list[str], text: str, path: str | Path) -> np.ndarray:
         local.append(stamp[:19])
         shift.append(offsets[suffix])
     try:
-        times = np.array(local, dtype="datetime64[s]")
+        times = as_datetimes(local, "s")
     except ValueError:
-        bad = next(s for s in local if not _ISO.match(s))
-        raise ParseError(path, f"time stamp {bad!r} is not ISO 8601", line_of(text, max(0, text.find(bad)))) from None
+        bad = next(s for s in local if not _readable_time(s))
+        raise ParseError(path, f"time stamp {bad!r} is not a date and time", line_of(text, max(0, text.find(bad)))) from None
     return (times - np.array(shift, dtype="timedelta64[m]")).astype("datetime64[ms]")
+
+
+def _readable_time(stamp: str) -> bool:
+    try:
+        as_datetimes([stamp], "s")
+    except ValueError:
+        return False
+    return True
 
 
 def _line_near(text: str, entry: Any) -> int | None:

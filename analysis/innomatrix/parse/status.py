@@ -23,10 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import csv
 
-from innomatrix.parse import ParseError, Samples
+from innomatrix.parse import ParseError, Samples, as_datetimes
 
 HEADER = "time\tvariable\tvalue\tkind"
 KINDS = ("absolute", "delta", "error")
+_INT64 = 2 ** 63
 
 
 class _NotUtf8(ValueError):
@@ -82,7 +83,9 @@ def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] |
         try:
             number_value = int(value)
         except ValueError:
-            raise ParseError(path, f"{name}: not an integer: {value!r}", number) from None
+            raise ParseError(path, f"{name}: not an integer: {value[:40]!r}", number) from None
+        if not -_INT64 <= number_value < 2 * _INT64:  # the server's variables are 64-bit, some unsigned
+            raise ParseError(path, f"{name}: {value[:20]}... is beyond any 64-bit counter", number)
         times.append(stamp)
         names.append(name)
         values.append(number_value)
@@ -188,7 +191,7 @@ def _parse_times(stamps: list[str], path: str | Path) -> np.ndarray:
         bad = next(s for s in stamps if not _looks_like_time(s))
         raise ParseError(path, f"not an ISO 8601 UTC time: {bad!r}")
     try:
-        return np.array([s[:-1] for s in stamps], dtype="datetime64[ms]")
+        return as_datetimes([s[:-1] for s in stamps], "ms")
     except ValueError:
         raise ParseError(path, "a time stamp is not ISO 8601") from None
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from innomatrix import bounds
-from innomatrix.parse import ParseError, Samples
+from innomatrix.parse import ParseError, Samples, as_datetimes
 
 UTC_NAMES = {"UTC", "GMT", "UCT", "Z", "Etc/UTC"}
 # Beside "\n", " " and "\t", what str.splitlines breaks lines at or str.split splits at in ASCII text.
@@ -80,7 +80,7 @@ def parse(text: str, path: str | Path = "vmstat.log") -> Samples:
         values = _locate_bad_number(rows, numbers, width, path)
     stamps = [f"{row[width]}T{row[width + 1]}" for row in rows]
     try:
-        times = np.array(stamps, dtype="datetime64[s]").astype("datetime64[ms]")
+        times = as_datetimes(stamps, "s").astype("datetime64[ms]")
     except ValueError:
         times = _locate_bad_time(stamps, numbers, path)
     return _samples(columns, zone, values, times, np.array(numbers), path)
@@ -128,7 +128,7 @@ def _fast_samples(text: str, path: str | Path = "vmstat.log") -> Samples | None:
         return None
     stamps = pc.binary_join_element_wise(flat.take(starts[:, 0] + width), flat.take(starts[:, 0] + width + 1), "T")
     try:
-        times = stamps.to_numpy(zero_copy_only=False).astype("datetime64[s]").astype("datetime64[ms]")
+        times = as_datetimes(stamps.to_numpy(zero_copy_only=False), "s").astype("datetime64[ms]")
     except ValueError:
         return None
     values = values.to_numpy(zero_copy_only=False, writable=True).reshape(len(data) - 1, width)
@@ -177,7 +177,7 @@ def _locate_bad_number(rows: list[list[str]], numbers: list[int], width: int, pa
 def _locate_bad_time(stamps: list[str], numbers: list[int], path: str | Path) -> np.ndarray:
     for stamp, number in zip(stamps, numbers):
         try:
-            np.datetime64(stamp, "s")
+            as_datetimes([stamp], "s")
         except ValueError:
             raise ParseError(path, f"not a date and time: {stamp.replace('T', ' ')!r}", number) from None
     raise ParseError(path, "unreadable time stamps")  # pragma: no cover
