@@ -36,7 +36,7 @@ _LATENCY_FIELDS = ("lat_pct", "lat_ms")
 _PREFIX = _INTERVAL_PREFIX_RE.pattern
 # The patterns' literal text has no digit and no dot, so the numbers of a matching line, in order,
 # are its runs of digits and dots: one per field.
-_NUMBERS_ONLY = str.maketrans({chr(c): " " for c in range(128) if chr(c) not in "0123456789."})
+_NOT_A_NUMBER = r"[^0-9.]+"
 
 
 @dataclass
@@ -77,20 +77,23 @@ def _from_output(parsed: dict[str, Any]) -> DriverOutput:
 
 
 def _in_bulk(text: str) -> DriverOutput | None:
-    """The common case read in bulk; None for anything parse_output should see whole."""
+    """The common case read in bulk; None for anything parse_output should see whole.
+
+    The lines stay in Arrow arrays, never Python strings: a log takes a few times its size in
+    memory while it is read (bench/report_memory.py), not ten.
+    """
     if not text.isascii() or any(character in text for character in _OTHER_LINE_BREAKS_AND_SPACES):
         return None
-    lines = text.split("\n")
-    array = pa.array(lines, pa.string())
+    array = pc.split_pattern(pa.array([text], pa.large_string()), "\n").flatten()
     not_fatal = pc.invert(pc.match_substring(array, "FATAL"))
     matched = {kind: pc.and_(pc.match_substring_regex(array, pattern), not_fatal) for kind, pattern in _KINDS.items()}
     kinds = sorted(kind for kind, rows in matched.items() if pc.any(rows).as_py())
     if len(kinds) > 1:
         return None  # parse_output reads both kinds, for the frame to report the mix
-    is_interval = matched[kinds[0]] if kinds else pa.array(np.zeros(len(lines), dtype=bool))
+    is_interval = matched[kinds[0]] if kinds else pa.array(np.zeros(len(array), dtype=bool))
     if pc.any(pc.and_not(pc.and_(pc.match_substring_regex(array, _PREFIX), not_fatal), is_interval)).as_py():
         return None  # a malformed interval line
-    columns = _numbers(array.filter(is_interval).to_pylist(), kinds[0]) if kinds else {}
+    columns = _numbers(array.filter(is_interval), kinds[0]) if kinds else {}
     if columns is None:
         return None
     is_interval = is_interval.to_numpy(zero_copy_only=False)
@@ -100,7 +103,7 @@ def _in_bulk(text: str) -> DriverOutput | None:
     kept = np.flatnonzero(~_repeats_an_interval(is_interval, unindented))
     try:
         # Most interval lines are left out here: their times were checked above.
-        rest = parse_output("\n".join(lines[i] for i in kept), check_intervals=False)
+        rest = parse_output("\n".join(array.take(pa.array(kept)).to_pylist()), check_intervals=False)
     except ValueError:
         return None  # parse_output on the whole text names the line
     # The intervals parse_output read must be the same as those rows of the columns; this would
@@ -114,16 +117,17 @@ def _in_bulk(text: str) -> DriverOutput | None:
                         fatal=rest["fatal"], complete=rest["complete"], breaks=[])
 
 
-def _numbers(rows: list[str], kind: str) -> dict[str, np.ndarray] | None:
+def _numbers(rows: pa.Array, kind: str) -> dict[str, np.ndarray] | None:
     """The interval lines' fields as columns; None if only some lines carry a latency."""
-    numbers = pa.array(["\n".join(rows).translate(_NUMBERS_ONLY)], pa.string())
-    tokens = pc.list_flatten(pc.ascii_split_whitespace(pc.ascii_trim_whitespace(numbers)))
+    tokens = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(pc.replace_substring_regex(rows, _NOT_A_NUMBER, " ")))
+    counts = pc.list_value_length(tokens).to_numpy()
     names = _FIELDS[kind]
-    if len(tokens) != len(rows) * len(names):
+    if not (counts == len(names)).all():
         names = [name for name in names if name not in _LATENCY_FIELDS]
-        if len(tokens) != len(rows) * len(names):
+        if not (counts == len(names)).all():
             return None
-    values = tokens.cast(pa.float64()).to_numpy()
+    values = pc.list_flatten(tokens).cast(pa.float64()).to_numpy()
+    del tokens
     if not (values < _ABSURD).all():
         return None  # parse_output refuses it, naming the line
     by_field = dict(zip(names, values.reshape(len(rows), len(names)).T.copy()))
