@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import yaml
+from innomatrix import frame
 
 from e2e_env import NEEDS_ROOT, ok
 
@@ -96,6 +97,9 @@ def test_every_fileio_sub_test_is_a_recorded_cell(env):
     assert len(prepared) == 2
     assert all(json.loads(p.read_text())["scale"]["file_num"] == 64 for p in prepared)
     assert (run_dir / "report.html").exists()
+    # A fileio tree passes the checks a tree from elsewhere gets without a mark (see test_matrix).
+    marks = frame.load(run_dir).trials["marks"]
+    assert (marks == "").all(), marks.to_dict()
     assert env.stray_processes() == []
 
 

@@ -300,6 +300,7 @@ def cells_table(cells: pd.DataFrame) -> Table:
     display = data.copy().astype(object)
     for column in columns:
         if column in ("trial", "status", "unit", "flags"):
+            display[column] = [fmt(v) for v in data[column]]  # a trial without intervals has no unit: –
             continue
         digits = {"write_amplification": 2, "errors_per_s": 2, "stall_intervals": 0}.get(column, 1)
         display[column] = [fmt(float(v), digits) if column != "throughput_cov" or pd.isna(v)
