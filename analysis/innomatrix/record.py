@@ -77,7 +77,7 @@ class Fields:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(f"{dotted} is {_show(value)}, not a number")
         if not (low <= value <= high):  # NaN cannot come from JSON (tree.loads), but fails here too
-            raise self.fail(f"{dotted} is {value:g}, outside {low:g}–{high:g}")
+            raise self.fail(f"{dotted} is {_show(value)}, outside {low:g}–{high:g}")
         return float(value)
 
     def integer(self, dotted: str, low: int, high: int) -> int | None:

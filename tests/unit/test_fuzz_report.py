@@ -67,8 +67,10 @@ def test_every_kind_of_damage_is_reached_and_most_are_caught(tmp_path_factory, b
 
 
 # Every case the fuzzer has found broken, by what it did (written out, so that a change to the
-# fuzzer's choices cannot lose one); each is now an error or a marked trial.
-TRIAL = "localhost/xfs/oltp/A/bp-64M/t2/r1"
+# fuzzer's choices cannot lose one), and the clean tree it was found in; each now holds.
+TINY = (fuzz.FIXTURES / "report" / "real-tiny", "localhost/xfs/oltp/A/bp-64M/t2/r1")
+DEMO_OLTP = (fuzz.REAL_DEMO, "localhost/xfs/oltp/A/bp-16M/t4/r2")
+DEMO_FILEIO = (fuzz.REAL_DEMO, "localhost/xfs/fileio/sync-rndrd/bs-16K/t1/r1")
 
 
 def _edit(path: Path, old: bytes, new: bytes) -> None:
@@ -81,30 +83,46 @@ def _drop_line(path: Path, start: bytes) -> None:
     path.write_bytes(b"\n".join(line for line in path.read_bytes().split(b"\n") if not line.strip().startswith(start)))
 
 
+def _swap_lines(path: Path, first: int) -> None:
+    lines = path.read_bytes().split(b"\n")
+    lines[first - 1], lines[first] = lines[first], lines[first - 1]
+    path.write_bytes(b"\n".join(lines))
+
+
 REGRESSIONS = {
     # A 400-digit time field made numpy warn on stderr before the error: two lines.
-    "vmstat time made 400 digits": lambda trial: _edit(trial / "vmstat.log", b"02:43:57", b"02:1" + b"0" * 400 + b":57"),
+    "vmstat time made 400 digits": (TINY, lambda trial: _edit(trial / "vmstat.log", b"02:43:57",
+                                                              b"02:1" + b"0" * 400 + b":57")),
     # A 400-digit status value: int() read it, float() overflowed (a traceback).
-    "status value made 400 digits": lambda trial: _edit(trial / "status.log", b"Innodb_data_written\t",
-                                                        b"Innodb_data_written\t1" + b"0" * 400 + b"\t"),
+    "status value made 400 digits": (TINY, lambda trial: _edit(trial / "status.log", b"Innodb_data_written\t",
+                                                               b"Innodb_data_written\t1" + b"0" * 400 + b"\t")),
     # trial.json without durations.measured_s: a short trial could no longer be told.
-    "trial.json loses measured_s": lambda trial: _drop_line(trial / "trial.json", b'"measured_s"'),
+    "trial.json loses measured_s": (TINY, lambda trial: _drop_line(trial / "trial.json", b'"measured_s"')),
     # A driver.log with no interval left: the summary check printed "driver.log's nan".
-    "driver.log re-encoded as UTF-16": lambda trial: (trial / "driver.log").write_bytes(
-        (trial / "driver.log").read_text().encode("utf-16")),
-    "driver.log cut in its banner": lambda trial: (trial / "driver.log").write_bytes(
-        (trial / "driver.log").read_bytes()[:257]),
+    "driver.log re-encoded as UTF-16": (TINY, lambda trial: (trial / "driver.log").write_bytes(
+        (trial / "driver.log").read_text().encode("utf-16"))),
+    "driver.log cut in its banner": (TINY, lambda trial: (trial / "driver.log").write_bytes(
+        (trial / "driver.log").read_bytes()[:257])),
+    # A trial without intervals showed its unit as "nan" in the table of every trial.
+    "driver.log without intervals shows no unit": (DEMO_OLTP, lambda trial: (trial / "driver.log").write_bytes(
+        (trial / "driver.log").read_text().encode("utf-16"))),
+    # A 400-digit number in trial.json: its error message formatted it as a float (a traceback).
+    "trial.json number made 400 digits": (DEMO_FILEIO, lambda trial: _edit(
+        trial / "trial.json", b'"measured_s": 10', b'"measured_s": 1' + b"0" * 400)),
+    # vmstat's since-boot line after the first sample: the first sample was dropped in its place,
+    # and the since-boot averages read as a sample.
+    "vmstat since-boot line second": (DEMO_FILEIO, lambda trial: _swap_lines(trial / "vmstat.log", 3)),
 }
 
 
 @pytest.mark.parametrize("name", REGRESSIONS)
 def test_a_case_the_fuzzer_found_stays_caught(tmp_path, name, monkeypatch) -> None:
-    source = fuzz.FIXTURES / "report" / "real-tiny"  # where they were found
+    (source, trial), damage = REGRESSIONS[name]
     monkeypatch.setattr(plots, "report_plots", lambda *_: [])
     clean, outside = fuzz.prepare(tmp_path / "clean", source)
     baseline = fuzz.run_report(clean, outside).cells.set_index("trial")
     run, outside = fuzz.prepare(tmp_path / "case", source)
-    REGRESSIONS[name](run / TRIAL)
-    case = fuzz.Case(seed=-1, kind=name, file=TRIAL)
+    damage(run / trial)
+    case = fuzz.Case(seed=-1, kind=name, file=trial)
     outcome = fuzz.run_report(run, outside)
     assert fuzz.violations(case, outcome, baseline, run) == [], outcome.err

@@ -115,6 +115,7 @@ def _salvage(text: str, exc: json.JSONDecodeError, path: str | Path) -> tuple[li
 
 
 def _samples(entries: list[dict[str, Any]], text: str, path: str | Path, device: str | None) -> IostatSamples:
+    boot = entries[0].get("timestamp") if entries and isinstance(entries[0], dict) else None
     entries = entries[1:]  # the first entry is the average since boot
     try:
         stamps = [entry["timestamp"] for entry in entries]
@@ -154,7 +155,7 @@ def _samples(entries: list[dict[str, Any]], text: str, path: str | Path, device:
         metrics[name] = array
     return _checked(IostatSamples(times=_times(stamps, text, path), resolution_s=1.0, metrics=metrics,
                                   notes=["iostat: first entry (average since boot) dropped"], device=chosen),
-                    stamps, text, path)
+                    stamps, boot, text, path)
 
 
 def _fast_samples(data: bytes, text: str, path: str | Path, device: str | None) -> IostatSamples | None:
@@ -179,7 +180,8 @@ def _fast_samples(data: bytes, text: str, path: str | Path, device: str | None) 
     hosts = pc.list_flatten(pc.struct_field(table.column("sysstat").chunk(0), "hosts"))
     if len(hosts) == 0 or not hosts.is_valid()[0].as_py():
         return None
-    entries = pc.list_flatten(pc.struct_field(hosts, "statistics")[:1])[1:]
+    every_entry = pc.list_flatten(pc.struct_field(hosts, "statistics")[:1])
+    entries = every_entry[1:]
     first = _first_sample(text)
     if len(entries) == 0 or entries.null_count or first is None or entries[0].as_py() != first:
         return None
@@ -206,20 +208,23 @@ def _fast_samples(data: bytes, text: str, path: str | Path, device: str | None) 
     texts = stamps.to_pylist()
     return _checked(IostatSamples(times=_times(texts, text, path), resolution_s=1.0, metrics=metrics,
                                   notes=["iostat: first entry (average since boot) dropped"], device=chosen),
-                    texts, text, path)
+                    texts, every_entry[0]["timestamp"].as_py(), text, path)
 
 
-def _checked(samples: IostatSamples, stamps: list[str], text: str, path: str | Path) -> IostatSamples:
-    """The samples once every value is within its bound, with a mark if their times go back."""
+def _checked(samples: IostatSamples, stamps: list[str], boot: Any, text: str, path: str | Path) -> IostatSamples:
+    """The samples once every value is within its bound, with a mark if their times go back: the
+    since-boot entry's time counts too (an entry put before it is a document put out of order)."""
     for name, values in samples.metrics.items():
         bound = bounds.iostat(name)
         bad = bound.first_outside(values)
         if bad is not None:
             raise ParseError(path, f"{name} {values[bad]:g} is not a value iostat prints ({bound.describe()})",
                              _line_near(text, {"timestamp": stamps[bad]}))
-    if (np.diff(samples.times) < np.timedelta64(0, "ms")).any():  # rare: only then find the entries' lines
+    stamps = [boot, *stamps] if isinstance(boot, str) else stamps
+    times = np.concatenate([_times([boot], text, path), samples.times]) if isinstance(boot, str) else samples.times
+    if (np.diff(times) < np.timedelta64(0, "ms")).any():  # rare: only then find the entries' lines
         lines = np.array([_line_near(text, {"timestamp": stamp}) or 0 for stamp in stamps])
-        samples.marks = clock_marks(samples.times, lines, path)
+        samples.marks = clock_marks(times, lines, path)
     return samples
 
 

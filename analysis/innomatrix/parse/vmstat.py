@@ -72,7 +72,6 @@ def parse(text: str, path: str | Path = "vmstat.log") -> Samples:
         raise ParseError(path, "no vmstat header (empty or not `vmstat -n -t` output)", 1 if lines else None)
     if not stamped:
         raise ParseError(path, "no `procs ... timestamp` banner: run vmstat with -n -t", 1)
-    rows, numbers = rows[1:], numbers[1:]  # the first line is the average since boot
     width = len(columns)
     try:
         values = np.array([row[:width] for row in rows], dtype=np.float64).reshape(len(rows), width)
@@ -119,8 +118,8 @@ def _fast_samples(text: str, path: str | Path = "vmstat.log") -> Samples | None:
     width = len(columns)
     if (counts[data] != width + 2).any():
         return None
-    flat = pc.list_flatten(fields.take(data[1:]))  # the first line is the average since boot
-    starts = np.arange(len(data) - 1)[:, None] * (width + 2)
+    flat = pc.list_flatten(fields.take(data))
+    starts = np.arange(len(data))[:, None] * (width + 2)
     try:
         # Arrow reads fewer number forms than numpy (not 1_000), each to the same float.
         values = flat.take((starts + np.arange(width)).ravel()).cast(pa.float64())
@@ -131,13 +130,17 @@ def _fast_samples(text: str, path: str | Path = "vmstat.log") -> Samples | None:
         times = as_datetimes(stamps.to_numpy(zero_copy_only=False), "s").astype("datetime64[ms]")
     except ValueError:
         return None
-    values = values.to_numpy(zero_copy_only=False, writable=True).reshape(len(data) - 1, width)
-    return _samples(columns, zone, values, times, data[1:] + 1, path)
+    values = values.to_numpy(zero_copy_only=False, writable=True).reshape(len(data), width)
+    return _samples(columns, zone, values, times, data + 1, path)
 
 
 def _samples(columns: list[str], zone: str, values: np.ndarray, times: np.ndarray, lines: np.ndarray,
              path: str | Path) -> Samples:
-    """The samples, once every value is within its bound; `lines`: each row's line number."""
+    """The samples of every data row but the first (vmstat's average since boot), once every
+    value is within its bound; `lines`: each row's line number. The first row's time still
+    counts for the clock: a since-boot line that is not first is a file put out of order."""
+    marks = clock_marks(times, lines, path)
+    values, times, lines = values[1:], times[1:], lines[1:]
     for i, name in enumerate(columns):
         bound = bounds.vmstat(name)
         bad = bound.first_outside(values[:, i])
@@ -149,7 +152,7 @@ def _samples(columns: list[str], zone: str, values: np.ndarray, times: np.ndarra
     if not utc:
         notes.append(f"vmstat: time stamps are in zone {zone}, not UTC")
     return Samples(times=times, resolution_s=1.0, metrics={name: values[:, i] for i, name in enumerate(columns)},
-                   notes=notes, zone="UTC" if utc else zone, marks=clock_marks(times, lines, path))
+                   notes=notes, zone="UTC" if utc else zone, marks=marks)
 
 
 def clock_marks(times: np.ndarray, lines: np.ndarray, path: str | Path) -> list[str]:
