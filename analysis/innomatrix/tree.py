@@ -113,8 +113,8 @@ def read_bytes(path: Path, limit: int, why: str = "") -> bytes:
         if info.st_size > limit:
             raise TreeError(f"{path}: {_size(info.st_size)}, more than {_size(limit)}{why}: refused unread "
                             "(a damaged or foreign file)")
-        data = handle.read(limit + 1)
-    if len(data) > limit:  # it grew while being read
+        data = handle.read(info.st_size + 1)  # one byte more: a file still growing is seen to grow
+    if len(data) > limit:
         raise TreeError(f"{path}: more than {_size(limit)}{why}: refused")
     return data
 

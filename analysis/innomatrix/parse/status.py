@@ -62,7 +62,9 @@ def read(path: str | Path, variables: Iterable[str] | None = None, data: bytes |
 
 
 def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] | None = None) -> StatusSamples:
-    """The exact reader: every line checked, a bad one named by its line number."""
+    """The exact reader: every line checked, a bad one named by its line number; the values of the
+    variables asked for must be integers of 64 bits (the others are not read: MariaDB shows some
+    that no reader needs, wsrep_cluster_conf_id among them, as 2^64 - 1)."""
     wanted = set(variables) if variables is not None else None
     lines = text.splitlines()
     if not lines or lines[0].strip() != HEADER:
@@ -80,12 +82,7 @@ def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] |
         if kind == "error":
             errors.append(f"{stamp} {value}")
             continue
-        try:
-            number_value = int(value)
-        except ValueError:
-            raise ParseError(path, f"{name}: not an integer: {value[:40]!r}", number) from None
-        if not -_INT64 <= number_value < 2 * _INT64:  # the server's variables are 64-bit, some unsigned
-            raise ParseError(path, f"{name}: {value[:20]}... is beyond any 64-bit counter", number)
+        number_value = _integer(name, value, path, number) if wanted is None or name in wanted else 0
         times.append(stamp)
         names.append(name)
         values.append(number_value)
@@ -100,8 +97,27 @@ def parse(text: str, path: str | Path = "status.log", variables: Iterable[str] |
     return _from_columns(table, _absolute_rows(table), path, wanted, errors, np.array(numbers, dtype=np.int64))
 
 
+def _integer(name: str, value: str, path: str | Path, line: int | None) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ParseError(path, f"{name}: not an integer: {value[:40]!r}", line) from None
+    if not -_INT64 <= number < 2 * _INT64:  # the server's variables are 64-bit, some unsigned
+        raise ParseError(path, f"{name}: {value[:20]}... is beyond any 64-bit counter", line)
+    return number
+
+
+def _fast_values(values: pa.Array) -> np.ndarray:
+    """The value column's text (of the rows asked for) as floats, if every one is what `_integer`
+    takes without a doubt (a sign and up to 19 digits); else ParseError, for the exact reader."""
+    if len(values) and not pc.all(pc.match_substring_regex(values, r"^-?[0-9]{1,19}$")).as_py():
+        raise ParseError("status.log", "a value the exact reader should judge")
+    return values.cast(pa.string()).cast(pa.float64()).to_numpy()
+
+
 def _fast_table(data: bytes, path: Path) -> pa.Table:
-    first = data.split(b"\n", 1)[0].rstrip(b"\r").decode(errors="replace")
+    end = data.find(b"\n")
+    first = data[:end if end >= 0 else len(data)].rstrip(b"\r").decode(errors="replace")
     if first != HEADER:
         raise ParseError(path, f"expected the header {HEADER!r}", 1)
     # Bytes: dictionaries would cost more to build than the rest of the parse, strings a little more.
@@ -112,7 +128,7 @@ def _fast_table(data: bytes, path: Path) -> pa.Table:
         read_options=csv.ReadOptions(use_threads=False),
         parse_options=csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False),
         convert_options=csv.ConvertOptions(
-            column_types={"time": pa.binary(), "variable": pa.binary(), "value": pa.int64(), "kind": pa.binary()},
+            column_types={"time": pa.binary(), "variable": pa.binary(), "value": pa.binary(), "kind": pa.binary()},
             strings_can_be_null=False),
     ).combine_chunks()
 
@@ -142,7 +158,8 @@ def _from_columns(table: pa.Table, is_absolute: np.ndarray, path: str | Path, wa
     names, rows, slot = _wanted_rows(table.column("variable").chunk(0), wanted)
     sample = np.searchsorted(starts, rows, side="right") - 1
     _refuse_repeats(slot * len(times) + sample, rows, names, slot, lines, path)
-    values = table.column("value").take(rows).to_numpy().astype(np.float64)
+    column = table.column("value").chunk(0).take(rows)
+    values = column.to_numpy() if pa.types.is_floating(column.type) else _fast_values(column)
     absolute_row = is_absolute[rows]
     absolute = np.full(len(names), np.nan)
     absolute[slot[absolute_row]] = values[absolute_row]
