@@ -2,7 +2,8 @@
 and agreeing with the world around it.
 
 - **Kind and bound**: seconds are numbers within a month, the report interval within 1–3600 s,
-  times are ISO 8601 and in order (started ≤ measure_start ≤ ended), a count is an integer. The
+  times are ISO 8601 and in order (started ≤ ended, started ≤ measure_start: a trial whose driver
+  died in its warmup ends before it would have measured), a count is an integer. The
   warmup is where measuring started (`times.measure_start − times.started`), and the driver's
   `--time` is the warmup plus what was measured.
 - **Its directory**: the cell it names (host, filesystem, workload, variant and buffer pool or
@@ -234,9 +235,10 @@ def _times(fields: Fields) -> tuple[pd.Timestamp, pd.Timestamp | None, pd.Timest
     if ended is not None and not (started <= ended <= started + pd.Timedelta(seconds=MONTH_S)):
         raise fields.fail(f"times.ended {ended.isoformat()} is not within a month after times.started "
                           f"{started.isoformat()}")
-    if measure_start is not None and not (started <= measure_start and (ended is None or measure_start <= ended)):
-        raise fields.fail(f"times.measure_start {measure_start.isoformat()} is not between times.started and "
-                          "times.ended")
+    # A trial whose driver died in its warmup ended before it would have started measuring.
+    if measure_start is not None and not (started <= measure_start <= started + pd.Timedelta(seconds=MONTH_S)):
+        raise fields.fail(f"times.measure_start {measure_start.isoformat()} is not within a month after "
+                          f"times.started {started.isoformat()}")
     return started, measure_start, ended
 
 
