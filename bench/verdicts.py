@@ -13,10 +13,12 @@ one configuration is the natural input):
   that run-to-run noise alone gives (with 1 trial a side there is no verdict at all).
 
 --live is the check beside the simulated pairs: the demo's xfs configurations (variants A and C,
-both buffer pools: 4 cells) run three times, unchanged, 3 interleaved repeats each, on the demo
-device; then `innomatrix compare` of the first two (A/A: how many of the 4 say "differs"),
-`innomatrix noise` on those two, and every 1-trial-a-side A/A pair of the third run's trials
-against the first two's, judged by that host floor, as a 1-trial run would be.
+both buffer pools: 4 cells) run five times, unchanged, 3 interleaved repeats each, on the demo
+device; `innomatrix noise` on the first three gives the host's floor (OLTP, this server); then
+`innomatrix compare` of the last two (A/A across runs, each run's drift from the floor: how many of
+the 4 say "differs"), the same for every pair of the five runs (the pairs with one of the first
+three share trials with the floor), what the trials alone would have said of each pair, and
+every 1-trial-a-side A/A pair of the last two runs, judged by the floor.
 
 Prints the figures; asserts nothing (the known-answer tests are tests/unit/test_stats.py,
 tests/unit/test_noise_floor.py and tests/e2e/test_known_answers.py).
@@ -34,7 +36,7 @@ import demo_matrix
 from innomatrix import frame, report, stats
 
 ROOT = Path(__file__).resolve().parents[1]
-LIVE_RUNS = ("bench-aa-1", "bench-aa-2", "bench-aa-3")
+LIVE_RUNS = tuple(f"bench-aa-{index}" for index in range(1, 6))
 LIVE_KNOBS = ["-e", "filesystems=xfs", "-e", "repeats=3", "-e", "report=false"]
 
 PAIRS = 4000
@@ -60,34 +62,42 @@ def false_difference_rate(pool: np.ndarray, repeats: int, rng: np.random.Generat
 
 
 def live_aa() -> list[str]:
-    """The demo's xfs cells in three runs, unchanged; compare two, a floor from those two, and
-    the third run's trials one a side against theirs, judged by that floor."""
+    """The demo's xfs cells in five runs, unchanged; a floor from the first three, then A/A of
+    every pair of runs judged with each run's drift, as `compare` judges two runs."""
     results = ROOT / "results"
     for name in LIVE_RUNS:
         # Without force=true a run already complete runs nothing: delete results/bench-aa-* to measure anew.
         print(f"running {name} (4 configurations x 3 interleaved repeats; finished cells are kept) ...", flush=True)
         demo_matrix.run(*LIVE_KNOBS, "-e", f"run_name={name}")
-    first, second, third = (results / name for name in LIVE_RUNS)
-    compared = report.compare(first, second)
-    print(f"live A/A, 3 repeats a side: {compared.lines[0]}")
-    print(f"  {compared.lines[1]}")
-    for row in compared.cells.itertuples():
-        print(f"  {row.variant} {row.bp_size}: A/A {row.ratio:.3f} (95 % CI {row.ci_low:.3f}-{row.ci_high:.3f}) {row.verdict}")
-    for line in report.noise(first, second).lines[:2]:
+    runs = [results / name for name in LIVE_RUNS]
+    for line in report.noise(*runs[:3]).lines[:2]:
         print(f"  {line}")
-    floor = report.noise_floors.floors_for(third, ["localhost"])["localhost"]
-    cells = {run: stats.cells(frame.load(run)) for run in (first, second, third)}
+    compared = report.compare(runs[3], runs[4])
+    print(f"live A/A across runs, 3 repeats a side, {runs[3].name} / {runs[4].name}: {compared.lines[0]}")
+    for row in compared.cells.itertuples():
+        print(f"  {row.variant} {row.bp_size}: A/A {row.ratio:.3f} (95 % CI {row.ci_low:.3f}-{row.ci_high:.3f}) "
+              f"{row.verdict} ({row.interval_from})")
+    cells = {run: stats.cells(frame.load(run)) for run in runs}
     ok = {run: table[table["status"] == "ok"] for run, table in cells.items()}
-    pairs = differs = 0
-    for key, group in ok[third].groupby(["variant", "bp_size"]):
-        for earlier in (first, second):
-            other = ok[earlier][(ok[earlier]["variant"] == key[0]) & (ok[earlier]["bp_size"] == key[1])]
-            for a, b in itertools.product(group["throughput_median"], other["throughput_median"]):
-                verdict = stats.between_runs(np.array([a]), np.array([b]), floors=(floor, floor))
-                pairs, differs = pairs + 1, differs + verdict.differs
-    print(f"live A/A, 1 trial a side, {third.name} against the two runs the floor came from: 'differs' in "
-          f"{differs} of {pairs} pairs ({differs / pairs:.1%}; pairs share trials, so this is a check, not a rate)")
-    return [str(first), str(second), str(third)]
+    floors = report.noise_floors.floors_for(runs[4], ["localhost"])
+    judged = alone = pairs = 0
+    for first, second in itertools.combinations(runs, 2):
+        both = stats.compare(ok[first], ok[second], floors_a=floors, floors_b=floors, across_runs=True)
+        judged += int(both["differs"].sum())
+        alone += int(stats.compare(ok[first], ok[second])["differs"].sum())
+        pairs += len(both)
+    print(f"live A/A, every pair of the {len(runs)} runs ({pairs} comparisons): 'differs' in {judged} with each run's "
+          f"drift from the floor; the trials alone would have said 'differs' in {alone}")
+    [floor] = floors.values()
+    singles = differs = 0
+    for key, group in ok[runs[3]].groupby(["variant", "bp_size"]):
+        other = ok[runs[4]][(ok[runs[4]]["variant"] == key[0]) & (ok[runs[4]]["bp_size"] == key[1])]
+        for a, b in itertools.product(group["throughput_median"], other["throughput_median"]):
+            verdict = stats.between_runs(np.array([a]), np.array([b]), floors=(floor, floor), across_runs=True)
+            singles, differs = singles + 1, differs + verdict.differs
+    print(f"live A/A, 1 trial a side, {runs[3].name} against {runs[4].name}, judged by the floor: 'differs' in "
+          f"{differs} of {singles} pairs ({differs / singles:.1%}; pairs share trials, so this is a check, not a rate)")
+    return [str(run) for run in runs]
 
 
 def main(runs: list[str]) -> int:

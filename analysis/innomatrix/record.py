@@ -58,6 +58,9 @@ class Fields:
         for part in dotted.split("."):
             if value is None:
                 return None
+            if isinstance(value, list) and part.isdigit():  # "noise_floors.0.sd_log"
+                value = value[int(part)] if int(part) < len(value) else None
+                continue
             if not isinstance(value, dict):
                 raise self.fail(f"{dotted.rsplit('.', 1)[0]} is {_show(value)}, not an object")
             value = value.get(part)

@@ -31,7 +31,7 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from innomatrix import steady
-from innomatrix.frame import Frame
+from innomatrix.frame import NOT_APPLICABLE, Frame
 from innomatrix.parse import sysbench as sysbench_log
 
 THROUGHPUT = "driver.throughput"
@@ -135,6 +135,12 @@ def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmu
 DIFFERS, SAME = "differs", "no difference"
 UNKNOWN = "1 trial on a side: run-to-run variance unknown"
 NO_SPREAD = "identical trial medians: run-to-run variance unknown"
+DRIFT_UNKNOWN = "two runs: run-to-run drift not measured"
+# Where a comparison's interval came from: the trials themselves, the hosts' noise floors (for a
+# side of one trial), or the trials with each run's drift from the floors (two runs compared).
+FROM_TRIALS, FROM_FLOORS, FROM_DRIFT = "trials", "host noise floor", "trials + run drift (host noise floor)"
+# The storage layout a floor was measured on; one kind until the suite builds others.
+PLAIN = "plain"
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,7 @@ class Verdict:
     low: float
     high: float
     verdict: str
+    source: str = ""     # FROM_TRIALS, FROM_FLOORS or FROM_DRIFT; "" without an interval
 
     @property
     def differs(self) -> bool:
@@ -152,8 +159,9 @@ class Verdict:
 @dataclass(frozen=True)
 class HostFloor:
     """A host's run-to-run noise on one device, measured by `innomatrix noise`: the spread of the
-    trial medians (log scale) of configurations repeated in one run, kept in the host's host.json
-    so that runs with one trial a side can still get a verdict."""
+    trial medians (log scale) of configurations repeated across two or more runs, kept in the
+    host's host.json. It judges only what it measured: the same host and device, workload, server
+    (flavor and release series) and storage layout (`key`)."""
 
     host: str
     device: str          # the device identity it was measured on (host.json's device.identity)
@@ -162,34 +170,34 @@ class HostFloor:
     trials: int
     run: str             # the run it was measured from
     measured: str        # when `innomatrix noise` recorded it (UTC, ISO 8601)
+    workload: str = ""
+    server: str = ""     # server_label(): "mariadb 10.11", "mysql 9.7"; "-" for fileio
+    layout: str = PLAIN
 
     @property
     def cov(self) -> float:
         return log_cov(self.sd_log)
 
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.host, self.workload, self.server, self.layout)
+
     def describe(self) -> str:
-        return f"{self.host}: CoV {self.cov:.1%} from {self.trials} trials (run {self.run})"
+        return (f"{self.host} ({self.workload}, {self.server}): CoV {self.cov:.1%} from {self.trials} trials "
+                f"(run {self.run})")
 
 
-def _interval_from_floors(difference: float, sizes: tuple[int, int], floors: tuple[HostFloor, HostFloor],
-                          confidence: float) -> tuple[float, float]:
-    """exp(difference ± half) with each side's variance from its host floor instead of its trials.
-
-    One floor on both sides is one estimate (its own degrees of freedom); two floors (two hosts
-    or two devices) combine as Welch's t does, by Welch-Satterthwaite."""
-    (n_a, n_b), (floor_a, floor_b) = sizes, floors
-    var_a, var_b = floor_a.sd_log ** 2 / n_a, floor_b.sd_log ** 2 / n_b
-    se = math.sqrt(var_a + var_b)
-    if floor_a == floor_b:
-        df = float(floor_a.df)
-    else:
-        df = (var_a + var_b) ** 2 / (var_a ** 2 / floor_a.df + var_b ** 2 / floor_b.df)
-    half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
-    return math.exp(difference - half), math.exp(difference + half)
+def server_label(flavor: object, version: object) -> str:
+    """A server as a floor tells them apart: its flavor and release series ("mariadb 10.11")."""
+    if not isinstance(flavor, str) or not flavor:
+        return NOT_APPLICABLE  # fileio runs no server
+    series = ".".join(str(version).split("-")[0].split(".")[:2]) if isinstance(version, str) else "?"
+    return f"{flavor} {series}"
 
 
 def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float = 0.95,
-                 floors: tuple[HostFloor, HostFloor] | None = None) -> Verdict:
+                 floors: tuple[HostFloor | None, HostFloor | None] | None = None,
+                 across_runs: bool = False) -> Verdict:
     """A/B from each side's trial medians, with an interval that knows run-to-run variance.
 
     The trials are the independent units: a restart, a restore, the page cache, a neighbour or
@@ -199,10 +207,18 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     compared on the log scale: the ratio is exp(mean log a - mean log b) (the ratio of the
     geometric means of the trial medians; with one trial a side, of the medians) and its
     interval is Welch's t interval for that difference, which stays honest with the 2-5
-    repeats a matrix affords, where a bootstrap over so few trials is far too narrow. With
-    fewer than 2 trials on a side the trials hold no estimate of run-to-run variance: the
-    verdict then comes from `floors` (each side's host floor, measured beforehand on that host
-    and device by repeating one configuration), or there is none.
+    repeats a matrix affords, where a bootstrap over so few trials is far too narrow.
+
+    `floors` (each side's host floor, measured beforehand by repeating configurations in
+    several runs) only ever add what the trials cannot show:
+    - a side of 1 trial holds no estimate of its spread: the floor's stands in for it (no floor:
+      no verdict); a side of 2 or more trials keeps its own;
+    - `across_runs` (the two sides come from two runs): the trials of one run share that run's
+      offset (two unchanged runs of the demo moved by 8 %), which their spread cannot show; each
+      side adds its floor's variance once, for its run. Without both floors the interval of the
+      trials is given, and no verdict.
+    Variance parts with their degrees of freedom combine by Welch-Satterthwaite; one floor that
+    serves several parts is one estimate, counted once with its own degrees of freedom.
     """
     a = np.log(np.asarray(a_medians, dtype=np.float64))
     b = np.log(np.asarray(b_medians, dtype=np.float64))
@@ -210,20 +226,31 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
         return Verdict(float("nan"), float("nan"), float("nan"), "")
     difference = float(a.mean() - b.mean())
     ratio = math.exp(difference)
-    if a.size < 2 or b.size < 2:
-        if floors is None:
+    sides = list(zip((a, b), floors or (None, None)))
+    parts: dict[object, list[float]] = {}  # who estimates a variance -> [variance, degrees of freedom]
+    for index, (logs, floor) in enumerate(sides):
+        if logs.size >= 2:
+            parts[("trials", index)] = [float(logs.var(ddof=1)) / logs.size, logs.size - 1.0]
+        elif floor is not None:
+            parts.setdefault(floor, [0.0, float(floor.df)])[0] += floor.sd_log ** 2 / logs.size
+        else:
             return Verdict(ratio, float("nan"), float("nan"), UNKNOWN)
-        low, high = _interval_from_floors(difference, (a.size, b.size), floors, confidence)
-        return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME)
-    var_a, var_b = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    se = math.sqrt(var_a + var_b)
-    if se == 0:
+    source = FROM_FLOORS if any(isinstance(who, HostFloor) for who in parts) else FROM_TRIALS
+    drift_known = across_runs and all(floor is not None for _, floor in sides)
+    if drift_known:
+        for _, floor in sides:
+            parts.setdefault(floor, [0.0, float(floor.df)])[0] += floor.sd_log ** 2
+        source = FROM_DRIFT
+    variance = sum(value for value, _ in parts.values())
+    if variance == 0:
         # Every trial gave the same median: that says nothing about the next one.
         return Verdict(ratio, float("nan"), float("nan"), NO_SPREAD)
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / (a.size - 1) + var_b ** 2 / (b.size - 1))
-    half = float(student_t.ppf(0.5 + confidence / 2, df)) * se
+    df = variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts.values() if value > 0)
+    half = float(student_t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
     low, high = math.exp(difference - half), math.exp(difference + half)
-    return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME)
+    if across_runs and not drift_known:
+        return Verdict(ratio, low, high, DRIFT_UNKNOWN, source)
+    return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME, source)
 
 
 @dataclass(frozen=True)
@@ -348,6 +375,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     row.update({name: meta[name] for name in DIMENSIONS})
     row.update({
         "status": meta["status"],
+        "server": server_label(meta.get("server_flavor"), meta.get("server_version")),
         "unit": meta["throughput_unit"],
         "intervals_measured": n,
         "measured_s": n * ri,
@@ -470,27 +498,31 @@ MATCH = ("filesystem", "workload", "variant", "bp_size", "subtest", "block_size"
 # What a comparison says of each configuration, after the columns that name it.
 COMPARED = ("a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
             "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")
-# Where a comparison's interval came from: the trials themselves, or the hosts' noise floors.
-FROM_TRIALS, FROM_FLOORS = "trials", "host noise floor"
-Floors = dict[str, HostFloor]  # host -> its noise floor on the device a run used
+# (host, workload, server, layout) -> the noise floor measured for it on the device a run used.
+Floors = dict[tuple[str, str, str, str], HostFloor]
 
 
-def _side_floor(floors: Floors | None, hosts: list[str]) -> HostFloor | None:
-    return floors.get(hosts[0]) if floors and len(hosts) == 1 else None
+def _side_floor(floors: Floors | None, info: dict[str, Any]) -> HostFloor | None:
+    """The floor of what one side's trials ran: one host, one workload, one server."""
+    hosts, servers = info.get("hosts", []), info.get("servers", [])
+    if not floors or len(hosts) != 1 or len(servers) != 1:
+        return None
+    return floors.get((hosts[0], info["workload"], servers[0], PLAIN))
 
 
 def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS,
-            floors_a: Floors | None = None, floors_b: Floors | None = None) -> pd.DataFrame:
+            floors_a: Floors | None = None, floors_b: Floors | None = None, across_runs: bool = False,
+            match: tuple[str, ...] = MATCH) -> pd.DataFrame:
     """Ratio A/B of median throughput per matching configuration, from its trials (between_runs).
 
-    Configurations match on filesystem, workload, variant and buffer pool (or fileio sub-test and
-    block size) and threads, and also on
-    host when both runs have the same hosts (two devices on two hosts compare across hosts).
-    `verdict` says `differs` only when the interval excludes 1. With fewer than 2 trials on a
-    side, the interval comes from the noise floors of each side's host (`floors_a`, `floors_b`:
-    host -> its floor on the device that run used) when both are known, else there is no verdict.
+    Configurations match on `match` (filesystem, workload, variant and buffer pool, or fileio
+    sub-test and block size, and threads), and also on host when both sides have the same hosts
+    (two devices on two hosts compare across hosts).
+    `verdict` says `differs` only when the interval excludes 1. A side of 1 trial is judged by
+    the noise floor of what it ran (`floors_a`, `floors_b`, see `_side_floor`), else there is no
+    verdict; `across_runs` (two runs) adds each run's drift from the floors (between_runs).
     """
-    keys = list(MATCH)
+    keys = list(match)
     if set(cells_a["host"]) == set(cells_b["host"]):
         keys = ["host", *keys]
     trials_a = _trial_medians(cells_a, keys)
@@ -501,16 +533,14 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
         in_a, in_b = key in trials_a, key in trials_b
         a_medians, a_info = trials_a.get(key, (np.array([]), {}))
         b_medians, b_info = trials_b.get(key, (np.array([]), {}))
-        floors = (_side_floor(floors_a, a_info.get("hosts", [])), _side_floor(floors_b, b_info.get("hosts", [])))
-        by_floors = min(a_medians.size, b_medians.size) < 2 and None not in floors
-        verdict = between_runs(a_medians, b_medians, th.confidence, floors if by_floors else None)
+        floors = (_side_floor(floors_a, a_info), _side_floor(floors_b, b_info))
+        verdict = between_runs(a_medians, b_medians, th.confidence, floors, across_runs)
         row.update({
             "a_median": _median(a_medians) if in_a else float("nan"),
             "b_median": _median(b_medians) if in_b else float("nan"),
             "unit": a_info.get("unit") or b_info.get("unit"),
             "ratio": verdict.ratio, "ci_low": verdict.low, "ci_high": verdict.high,
-            "differs": verdict.differs, "verdict": verdict.verdict,
-            "interval_from": "" if math.isnan(verdict.low) else (FROM_FLOORS if by_floors else FROM_TRIALS),
+            "differs": verdict.differs, "verdict": verdict.verdict, "interval_from": verdict.source,
             "a_trials": a_medians.size, "b_trials": b_medians.size,
             "a_flags": a_info.get("flags", ""), "b_flags": b_info.get("flags", ""),
             "only_in": "" if in_a and in_b else ("A" if in_a else "B"),
@@ -563,5 +593,7 @@ def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tu
         out[key] = (medians[~np.isnan(medians)],
                     {"flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
                      "hosts": sorted({str(host) for host in group["host"]}),
+                     "workload": str(group["workload"].iloc[0]),
+                     "servers": sorted({str(server) for server in group["server"]}),
                      "bp_bytes": int(group["bp_bytes"].iloc[0]), "block_bytes": int(group["block_bytes"].iloc[0])})
     return out

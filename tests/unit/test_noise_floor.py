@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from innomatrix import cli, frame, report, stats
+from scipy.stats import t as student_t
 from innomatrix.report import noise_floors
 from trees import Trial, steady, write_trial
 
@@ -40,9 +41,14 @@ def repeated_run(run: Path, level: float, repeats: int, run_to_run: float = 0.04
     return run
 
 
-def floor(sd_log: float = 0.04, df: int = 7, host: str = "db1", device: str = DEVICE, run: str = "noise") -> stats.HostFloor:
+SERVER = "mariadb 10.11"  # what synth.py's trials ran
+KEY = ("db1", "oltp", SERVER, stats.PLAIN)
+
+
+def floor(sd_log: float = 0.04, df: int = 7, host: str = "db1", device: str = DEVICE, run: str = "noise",
+          workload: str = "oltp", server: str = SERVER) -> stats.HostFloor:
     return stats.HostFloor(host=host, device=device, sd_log=sd_log, df=df, trials=df + 1, run=run,
-                           measured="2026-11-25T16:00:00Z")
+                           measured="2026-11-25T16:00:00Z", workload=workload, server=server)
 
 
 # --- the verdict with a floor (pure) -------------------------------------------------------------
@@ -63,41 +69,96 @@ def test_a_floor_never_replaces_the_trials_own_spread():
     assert stats.between_runs(a, b, floors=(floor(sd_log=1e-6), floor(sd_log=1e-6))) == stats.between_runs(a, b)
 
 
-def test_two_floors_combine_and_one_floor_on_both_sides_keeps_its_own_degrees_of_freedom():
-    a, b = np.array([1000.0]), np.array([900.0])
-    same = stats.between_runs(a, b, floors=(floor(), floor()))
-    other = stats.between_runs(a, b, floors=(floor(), floor(host="db2")))
-    # Equal spreads, two estimates: Welch-Satterthwaite gives 14 degrees, a narrower interval.
-    assert other.high < same.high and other.low > same.low
+def test_a_side_of_one_trial_takes_the_floor_and_the_other_side_keeps_its_own_spread():
+    a, b = np.array([1000.0]), np.array([1000.0, 1100.0, 900.0])
+    tiny = floor(sd_log=1e-4)
+    verdict = stats.between_runs(a, b, floors=(tiny, tiny))
+    own = float(np.var(np.log(b), ddof=1)) / 3
+    parts = [(tiny.sd_log ** 2, tiny.df), (own, 2)]
+    variance = sum(value for value, _ in parts)
+    df = variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts)
+    half = student_t.ppf(0.975, df) * math.sqrt(variance)
+    # Not the tiny floor's interval on both sides: the 3 trials' 10 % spread stays in it.
+    assert math.log(verdict.high / verdict.ratio) == pytest.approx(half, rel=1e-9)
+    assert verdict.verdict == stats.SAME and verdict.source == stats.FROM_FLOORS
 
 
-def test_aa_with_a_floor_says_no_difference_about_95_percent_of_the_time():
-    rng = np.random.default_rng(7)
-    sd_log, trials = 0.05, 8
-    verdicts = []
+# --- two runs: each run moves as a whole ----------------------------------------------------------
+
+def test_two_runs_without_floors_get_no_verdict_from_their_trials_however_far_apart():
+    # Three trials a side that agree within 1 %, 30 % apart: within each run that is clear, but the
+    # runs themselves may have moved (two unchanged runs of the demo here: 8 %).
+    a, b = np.array([1300.0, 1310.0, 1295.0]), np.array([1000.0, 1005.0, 995.0])
+    verdict = stats.between_runs(a, b, across_runs=True)
+    assert verdict.verdict == stats.DRIFT_UNKNOWN and not verdict.differs
+    assert verdict.low > 1  # the trials' interval is shown, and is not a verdict
+    assert stats.between_runs(a, b, floors=(floor(), None), across_runs=True).verdict == stats.DRIFT_UNKNOWN
+
+
+def test_with_both_runs_floors_each_run_adds_its_drift_once():
+    a, b = np.array([1100.0, 1120.0, 1090.0]), np.array([1000.0, 1010.0, 990.0])
+    measured = floor(sd_log=0.05, df=4)
+    across = stats.between_runs(a, b, floors=(measured, measured), across_runs=True)
+    within = stats.between_runs(a, b)
+    assert across.source == stats.FROM_DRIFT and across.high > within.high and across.low < within.low
+    parts = [(float(np.var(np.log(a), ddof=1)) / 3, 2), (float(np.var(np.log(b), ddof=1)) / 3, 2),
+             (2 * measured.sd_log ** 2, measured.df)]  # one floor on both sides: one estimate, counted once
+    variance = sum(value for value, _ in parts)
+    df = variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts)
+    assert math.log(across.high / across.ratio) == pytest.approx(student_t.ppf(0.975, df) * math.sqrt(variance),
+                                                                rel=1e-9)
+
+
+def _floor_of_runs(rng: np.random.Generator, runs: int, trials: int, run_sd: float, trial_sd: float) -> stats.HostFloor:
+    """What `noise` measures from `runs` unchanged runs of one configuration: the spread of every
+    trial around the configuration's mean, with runs - 1 degrees of freedom."""
+    logs = np.concatenate([rng.normal(rng.normal(0, run_sd), trial_sd, trials) for _ in range(runs)])
+    return floor(sd_log=float(np.std(logs, ddof=1)), df=runs - 1)
+
+
+@pytest.mark.parametrize("runs", [3, 5])
+def test_aa_of_two_runs_judged_with_their_drift_says_no_difference_about_95_percent_of_the_time(runs):
+    # Runs move as a whole by 5 %, trials within a run by 2 %: the demo's shape (issue #28's A/A:
+    # 1 of 4 configurations "differed" between two unchanged runs when drift was left out).
+    rng = np.random.default_rng(28 + runs)
+    run_sd, trial_sd, trials = 0.05, 0.02, 3
+    verdicts, within = [], []
     for _ in range(2000):
-        # The floor measured from its own 8 trials, then one A/A pair of the same noise judged by it.
-        measured = float(np.std(rng.normal(0.0, sd_log, trials), ddof=1))
-        pair = np.exp(rng.normal(math.log(1000.0), sd_log, 2))
-        verdicts.append(stats.between_runs(pair[:1], pair[1:], floors=(floor(measured, trials - 1),) * 2).differs)
-    assert 0.02 <= sum(verdicts) / len(verdicts) <= 0.08
+        measured = _floor_of_runs(rng, runs, trials, run_sd, trial_sd)
+        a = np.exp(rng.normal(rng.normal(0, run_sd), trial_sd, trials) + math.log(1000.0))
+        b = np.exp(rng.normal(rng.normal(0, run_sd), trial_sd, trials) + math.log(1000.0))
+        verdicts.append(stats.between_runs(a, b, floors=(measured, measured), across_runs=True).differs)
+        within.append(stats.between_runs(a, b).differs)
+    assert sum(verdicts) / len(verdicts) <= 0.06
+    assert sum(within) / len(within) > 0.3  # what the trials alone would have said: drift read as a difference
 
 
-def test_a_known_large_effect_is_found_every_time_with_the_right_sign():
-    rng = np.random.default_rng(8)
-    sd_log = 0.03
-    for _ in range(200):
-        measured = float(np.std(rng.normal(0.0, sd_log, 8), ddof=1))
-        fast = np.exp(rng.normal(math.log(1500.0), sd_log, 1))
-        slow = np.exp(rng.normal(math.log(1000.0), sd_log, 1))
-        verdict = stats.between_runs(fast, slow, floors=(floor(measured),) * 2)
-        assert verdict.differs and verdict.low > 1, verdict
+def test_a_large_effect_between_two_runs_is_found_with_its_drift_and_the_right_sign():
+    rng = np.random.default_rng(9)
+    found = 0
+    for _ in range(500):
+        measured = _floor_of_runs(rng, 5, 3, 0.03, 0.02)
+        fast = np.exp(rng.normal(rng.normal(0, 0.03), 0.02, 3) + math.log(1500.0))
+        slow = np.exp(rng.normal(rng.normal(0, 0.03), 0.02, 3) + math.log(1000.0))
+        verdict = stats.between_runs(fast, slow, floors=(measured, measured), across_runs=True)
+        assert not (verdict.differs and verdict.high < 1)  # never the wrong sign
+        found += verdict.differs
+    assert found / 500 >= 0.95
 
 
-def test_minimum_detectable_effect_at_one_trial_needs_the_floors_degrees_of_freedom():
-    assert math.isnan(stats.minimum_detectable_effect(0.04, 1))
-    assert stats.minimum_detectable_effect(0.04, 1, df=7) == pytest.approx(math.exp(2.3646 * 0.04 * math.sqrt(2)) - 1,
-                                                                           rel=1e-3)
+def test_a_floor_judges_only_the_workload_and_server_it_was_measured_with():
+    def one_trial(workload: str, server: str, level: float) -> pd.DataFrame:
+        return pd.DataFrame([{"host": "db1", "filesystem": "xfs", "workload": workload, "variant": "A",
+                              "bp_size": "64M", "subtest": "-", "block_size": "-", "threads": 2, "status": "ok",
+                              "throughput_median": level, "trial": f"{workload}-{server}-{level}", "flags": "",
+                              "unit": "tps", "server": server, "bp_bytes": 64 << 20, "block_bytes": -1}])
+
+    floors = {KEY: floor()}  # measured with OLTP on MariaDB 10.11
+    for workload, server, verdict in (("oltp", SERVER, stats.DIFFERS), ("tpcc", SERVER, stats.UNKNOWN),
+                                      ("oltp", "mysql 9.7", stats.UNKNOWN), ("oltp", "mariadb 11.8", stats.UNKNOWN)):
+        [row] = stats.compare(one_trial(workload, server, 1500.0), one_trial(workload, server, 1000.0),
+                              floors_a=floors, floors_b=floors).to_dict("records")
+        assert row["verdict"] == verdict, (workload, server, row)
 
 
 # --- measured, kept and found (files) ------------------------------------------------------------
@@ -117,12 +178,30 @@ def test_noise_records_the_floor_in_each_runs_host_json_and_keeps_every_session(
     assert found.sd_log == pytest.approx(float(np.std(np.log(medians), ddof=1)))
     # How far a whole run moves is known from the runs only: 2 runs, 1 degree of freedom.
     assert (found.df, found.trials, found.device, found.run) == (1, 6, DEVICE, "noise-1+noise-2")
+    assert (found.workload, found.server, found.layout) == ("oltp", SERVER, stats.PLAIN)
     for run in runs:
         kept = json.loads((run / "db1" / "host.json").read_text())
-        assert len(kept["sessions"]) == 1 and kept["noise_floor"]["measured"] == "2026-11-25T16:00:00Z"
-        assert kept["noise_floor"]["configurations"] == ["xfs/oltp/A/64M/2"]
-    assert recorded.lines[0].startswith(f"db1: run-to-run CoV of the trial medians {found.cov:.1%} from 6 trials")
+        [entry] = kept["noise_floors"]
+        assert len(kept["sessions"]) == 1 and entry["measured"] == "2026-11-25T16:00:00Z"
+        assert entry["configurations"] == ["xfs/oltp/A/64M/2"]
+        assert (entry["workload"], entry["server"], entry["layout"]) == ("oltp", SERVER, "plain")
+    assert recorded.lines[0].startswith(f"db1 (oltp, {SERVER}): run-to-run CoV of the trial medians {found.cov:.1%} "
+                                        "from 6 trials")
     assert "1 trial a side ±" in recorded.lines[1]
+
+
+def test_a_new_floor_replaces_its_own_kind_only(tmp_path):
+    runs = noise_runs(tmp_path, "noise", 2)
+    host_json_path = runs[0] / "db1" / "host.json"
+    record = json.loads(host_json_path.read_text())
+    other = {"device": DEVICE, "workload": "tpcc", "server": SERVER, "layout": "plain", "sd_log": 0.1, "df": 2,
+             "trials": 9, "run": "tpcc-noise", "measured": "2026-11-20T00:00:00Z"}
+    host_json_path.write_text(json.dumps({**record, "noise_floors": [other]}))
+    report.noise(*runs, now=NOW)
+    report.noise(*runs, now=NOW + dt.timedelta(hours=1))
+    kept = json.loads(host_json_path.read_text())["noise_floors"]
+    assert [entry["workload"] for entry in kept] == ["tpcc", "oltp"]
+    assert kept[1]["measured"] == "2026-11-25T17:00:00Z"
 
 
 @pytest.mark.parametrize(("runs", "repeats", "drop_host_json", "message"), [
@@ -165,7 +244,7 @@ def test_later_runs_find_the_newest_floor_of_their_host_and_device_only(tmp_path
     report.noise(*noise_runs(results, "noise-sata", 2, seed=3, device="ata:SATA-SSD-1"), now=NOW + dt.timedelta(days=1))
     single = repeated_run(results / "single", 1000.0, repeats=1, seed=4)
     floors = noise_floors.floors_for(single, ["db1"])
-    assert floors["db1"].run == "noise-new-1+noise-new-2"
+    assert list(floors) == [KEY] and floors[KEY].run == "noise-new-1+noise-new-2"
     elsewhere = repeated_run(tmp_path / "elsewhere" / "single", 1000.0, repeats=1, seed=5)
     assert noise_floors.floors_for(elsewhere, ["db1"]) == {}
 
@@ -179,10 +258,12 @@ def test_compare_of_one_trial_runs_judges_by_the_floor_and_says_so(tmp_path, cap
     out, _ = capsys.readouterr()
     lines = out.splitlines()
     assert lines[0] == "1 matching configurations, 1 differ (95 % CI excludes 1)"
-    assert "host floors (innomatrix noise), which judge 1 trial a side: db1: CoV" in lines[1]
-    assert "differs (host noise floor)" in out
+    assert (f"host floors (innomatrix noise), which judge 1 trial a side and the drift between runs: db1 (oltp, "
+            f"{SERVER}): CoV") in lines[1]
+    assert "differs (host noise floor: run drift)" in out
     [row] = pd.read_csv(results / "fast" / "compare-slow" / "compare.csv").to_dict("records")
-    assert row["interval_from"] == "host noise floor" and row["verdict"] == "differs"
+    # Two runs: each side's one trial and each run's drift, both from the floor.
+    assert row["interval_from"] == stats.FROM_DRIFT and row["verdict"] == "differs"
     assert row["ratio"] == pytest.approx(1.5, rel=0.05) and row["ci_low"] > 1
 
 

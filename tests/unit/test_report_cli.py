@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from innomatrix import cli, frame
-from trees import Trial, matrix_run, real_tiny, report_run, steady, write_trial
+from trees import Trial, host_json, matrix_run, real_tiny, report_run, steady, write_trial
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".venv" / "bin" / "innomatrix"
@@ -78,22 +78,41 @@ def test_report_cli_prints_the_tables_and_the_path_and_progress_on_stderr(tmp_pa
     assert (out / "report.html").exists() and not (tiny / "report.html").exists()
 
 
-def test_compare_marks_only_the_cell_that_really_differs(tmp_path, capsys):
+def test_two_runs_get_no_verdict_from_their_trials_and_one_from_the_hosts_floor(tmp_path, capsys):
     # Three repeats a side with 3 % run-to-run spread; only xfs/256M is really 1.2 × faster on A.
-    a = matrix_run(tmp_path / "device-a", seed=0, stall=False, repeats=3, run_to_run=0.03)
-    b = matrix_run(tmp_path / "device-b", seed=100, stall=False, scale={("xfs", "256M"): 1 / 1.2}, repeats=3,
+    results = tmp_path / "results"
+    a = matrix_run(results / "device-a", seed=0, stall=False, repeats=3, run_to_run=0.03)
+    b = matrix_run(results / "device-b", seed=100, stall=False, scale={("xfs", "256M"): 1 / 1.2}, repeats=3,
                    run_to_run=0.03)
     assert cli.main(["compare", str(a), str(b)]) == 0
     stdout, _ = capsys.readouterr()
-    assert stdout.splitlines()[0] == "5 matching configurations, 1 differ (95 % CI excludes 1)"
+    # Each run may have moved as a whole, which the trials of one run cannot show: no verdict.
+    assert stdout.splitlines()[0] == ("5 matching configurations, 0 differ (95 % CI excludes 1), 5 without a verdict "
+                                      "(two runs: run-to-run drift not measured)")
     assert re.fullmatch(r"noise floor: run-to-run CoV of the trial medians \d\.\d% \(pooled over 10 configurations\); "
                         r"at 3 trials a side, a difference within ±\d+\.\d% cannot show", stdout.splitlines()[1])
+    table = pd.read_csv(a / "compare-device-b" / "compare.csv")
+    assert not table["differs"].any() and (table["interval_from"] == "trials").all()
+    faster = table[(table["filesystem"] == "xfs") & (table["bp_size"] == "256M")]
+    assert faster["ci_low"].item() > 1  # the trials' interval is shown; it is not a verdict
+
+    # The host's floor, from five unchanged runs of the same matrix, gives each run its drift.
+    noise = [matrix_run(results / f"noise-{index}", seed=10 * index, stall=False, repeats=3, run_to_run=0.03)
+             for index in range(1, 6)]
+    for run in (a, b, *noise):
+        host_json(run)
+    assert cli.main(["noise", *map(str, noise)]) == 0
+    capsys.readouterr()
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    stdout, _ = capsys.readouterr()
+    assert stdout.splitlines()[0] == "5 matching configurations, 1 differ (95 % CI excludes 1)"
     out = a / "compare-device-b"
     table = pd.read_csv(out / "compare.csv")
     differs = table[table["differs"]]
     assert differs[["filesystem", "bp_size"]].values.tolist() == [["xfs", "256M"]]
     assert differs["ratio"].item() == pytest.approx(1.2, abs=0.06)
     assert differs["ci_low"].item() < 1.2 < differs["ci_high"].item()
+    assert (table["interval_from"] == "trials + run drift (host noise floor)").all()
     assert table["verdict"].tolist() == ["differs" if d else "no difference" for d in table["differs"]]
     assert (table.loc[~table["differs"], "ci_low"] < 1).all() and (table.loc[~table["differs"], "ci_high"] > 1).all()
     assert (out / "compare.md").exists() and (out / "plots" / "compare_ratios.png").exists()

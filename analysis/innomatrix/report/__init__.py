@@ -117,7 +117,7 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     frame_a, frame_b = load(a, say), load(b, say)
     cells_a, cells_b = stats.cells(frame_a, thresholds), stats.cells(frame_b, thresholds)
     floors_a, floors_b = noise_floors.floors_for(a, _hosts(cells_a)), noise_floors.floors_for(b, _hosts(cells_b))
-    comparison = stats.compare(cells_a, cells_b, thresholds, floors_a, floors_b)
+    comparison = stats.compare(cells_a, cells_b, thresholds, floors_a, floors_b, across_runs=True)
     floor = stats.noise_floor(cells_a, cells_b, confidence=thresholds.confidence)
     host_floors = [*floors_a.values(), *floors_b.values()]
     table = tables.compare_table(comparison, a.name, b.name, floor, host_floors)
@@ -177,20 +177,21 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
     """Each host's run-to-run noise floor from runs of repeated configurations, kept in the
     host.json of each run it was measured from."""
     runs = [Path(run_dir) for run_dir in run_dirs]
-    cells = pd.concat([stats.cells(load(run, say), thresholds) for run in runs], ignore_index=True)
+    cells = pd.concat([stats.cells(load(run, say), thresholds).assign(run=run.name) for run in runs],
+                      ignore_index=True)
     try:
         floors = noise_floors.measure(runs, cells, now or dt.datetime.now(dt.timezone.utc))
         recorded = Recorded(floors)
         for floor in floors:
-            measured_on = noise_floors.configurations(cells, floor.host)
+            measured_on = noise_floors.configurations(cells, floor)
             # 1 trial a side is judged by this floor; 3 and 5 by their own trials, at this spread.
             effects = ", ".join(
                 f"{r} trial{'s' if r > 1 else ''} a side ±{effect:.1%}" for r, effect in (
                     (1, stats.minimum_detectable_effect(floor.sd_log, 1, thresholds.confidence, floor.df)),
                     *((r, stats.minimum_detectable_effect(floor.sd_log, r, thresholds.confidence)) for r in (3, 5))))
             recorded.lines += [
-                f"{floor.host}: run-to-run CoV of the trial medians {floor.cov:.1%} from {floor.trials} trials of "
-                f"{', '.join(measured_on)} in {len(runs)} run{'s' if len(runs) > 1 else ''} on {floor.device}",
+                f"{floor.host} ({floor.workload}, {floor.server}): run-to-run CoV of the trial medians {floor.cov:.1%} "
+                f"from {floor.trials} trials of {', '.join(measured_on)} in {floor.df + 1} runs on {floor.device}",
                 f"  a difference within this cannot show: {effects}",
             ]
             for run in runs:
@@ -210,7 +211,8 @@ def _verdict_line(comparison: pd.DataFrame, hosts: list[str] | None = None) -> s
     """What a comparison found, in one line; for host vs host, which hosts it paired."""
     matched = int((comparison["only_in"] == "").sum()) if len(comparison) else 0
     differs = int(comparison["differs"].sum()) if len(comparison) else 0
-    withheld = comparison[comparison["verdict"].isin([stats.UNKNOWN, stats.NO_SPREAD])] if len(comparison) else comparison
+    withheld = (comparison[comparison["verdict"].isin([stats.UNKNOWN, stats.NO_SPREAD, stats.DRIFT_UNKNOWN])]
+                if len(comparison) else comparison)
     headline = f"{matched} matching configurations, {differs} differ (95 % CI excludes 1)"
     if len(withheld):
         headline += f", {len(withheld)} without a verdict ({'; '.join(sorted(set(withheld['verdict'])))})"

@@ -2,10 +2,13 @@
 
 A comparison with one trial a side has no spread of its own to judge a difference by. The floor
 gives it one: run one configuration several times on a host, in two or more runs, and `noise`
-pools the spread of each configuration's trial medians across the runs, per host, and writes it
-into each run's <host>/host.json under `noise_floor`, with the device it was measured on. A
-later report or compare finds, for each host of its runs, the newest floor of the same host and
-device among the runs beside it (the same results directory), and judges 1-trial sides by it.
+pools the spread of each configuration's trial medians across the runs, per host, workload and
+server, and writes each floor into each run's <host>/host.json under `noise_floors`, with the
+device it was measured on. A later report or compare finds, for what each side of a comparison
+ran (host and device, workload, server flavor and release series, layout), the newest floor of
+exactly that among the runs beside it (the same results directory): it judges 1-trial sides,
+and the drift of whole runs when two runs are compared. A floor judges nothing else: an OLTP
+floor says little of tpcc, and MariaDB's says nothing of MySQL.
 
 A run moves as a whole too (three unchanged runs of the demo here read 589, 535 and 504 tps in
 one cell, each the mean of 3 trials that agreed within 6 %), and how far is known only from the
@@ -26,7 +29,7 @@ import pandas as pd
 from innomatrix import layout, stats, tree
 from innomatrix.record import Fields
 
-NOISE_KEY = "noise_floor"
+NOISE_KEY = "noise_floors"
 # Fewer trials of one configuration than this give a spread too rough to judge others by.
 MIN_TRIALS = 3
 
@@ -52,19 +55,19 @@ def device_of(run: Path, host: str) -> str:
 
 
 def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[stats.HostFloor]:
-    """Each host's floor from the ok trials of `runs` (`cells`: their cells tables together): each
-    configuration's trials pooled across the runs, configurations with 2 or more trials pooled,
-    at least one of them with MIN_TRIALS, all on one device."""
+    """Each host's floors from the ok trials of `runs` (`cells`: their cells tables together, with
+    the run of each in `run`), one per workload and server it ran: each configuration's trials
+    pooled across the runs, configurations with 2 or more trials pooled, at least one of them with
+    MIN_TRIALS, in two runs or more, all on one device."""
     floors = []
     names = "+".join(run.name for run in runs)
     for host in sorted(str(h) for h in cells["host"].unique()):
         mine = cells[cells["host"].astype(str) == host]
-        ok = mine[mine["status"] == "ok"]
-        most = int(ok.groupby(list(stats.MATCH), sort=False)["throughput_median"].count().max()) if len(ok) else 0
         ran = [run for run in runs if (run / host).is_dir()]
         if len(ran) < 2:
             raise NoiseError(f"{names}: {host} ran in {len(ran)} of these runs; a floor needs two or more (a whole run "
                              "moves too): run the configuration again under another run_name and pass both")
+        most = _most_trials(mine)
         if most < MIN_TRIALS:
             raise NoiseError(f"{names}: {host} has no configuration with {MIN_TRIALS} trials that ended ok (at most "
                              f"{most}); run one configuration with repeats=3 or more in two or more runs, then innomatrix "
@@ -74,22 +77,38 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
             raise NoiseError(f"{host} ran on more than one device in these runs ("
                              f"{', '.join(f'{device} in {run}' for run, device in devices.items())}): a floor belongs "
                              "to one device")
-        sd_log, _, _, trials = stats.pooled_spread(mine)
-        floors.append(stats.HostFloor(host=host, device=next(iter(devices.values())), sd_log=sd_log, df=len(ran) - 1,
-                                      trials=trials, run=names, measured=now.strftime("%Y-%m-%dT%H:%M:%SZ")))
+        for (workload, server), measured in mine.groupby(["workload", "server"], sort=True):
+            runs_here = sorted(set(measured.loc[measured["status"] == "ok", "run"]))
+            if len(runs_here) < 2 or _most_trials(measured) < MIN_TRIALS:
+                continue  # what it ran too little of gets no floor; the lines say which it got
+            sd_log, _, _, trials = stats.pooled_spread(measured)
+            floors.append(stats.HostFloor(
+                host=host, device=next(iter(devices.values())), sd_log=sd_log, df=len(runs_here) - 1, trials=trials,
+                run="+".join(runs_here), measured=now.strftime("%Y-%m-%dT%H:%M:%SZ"), workload=str(workload),
+                server=str(server)))
     return floors
 
 
+def _most_trials(cells: pd.DataFrame) -> int:
+    ok = cells[cells["status"] == "ok"]
+    return int(ok.groupby(list(stats.MATCH), sort=False)["throughput_median"].count().max()) if len(ok) else 0
+
+
 def record(run: Path, floor: stats.HostFloor, measured_on: list[str]) -> tuple[Path, dict[str, Any] | None]:
-    """Write the floor into the host's host.json (atomically, every session kept); returns the
-    path and the floor it replaced, if any."""
+    """Write the floor into the host's host.json (atomically, every session and every other floor
+    kept); returns the path and the floor of the same device, workload, server and layout it
+    replaced, if any."""
     path = run / floor.host / layout.HOST_FILE
     host_record = tree.read_json(path, tree.HOST_JSON_LIMIT)
-    replaced = host_record.get(NOISE_KEY)
-    host_record[NOISE_KEY] = {
-        "device": floor.device, "sd_log": floor.sd_log, "df": floor.df, "trials": floor.trials,
-        "cov": floor.cov, "run": floor.run, "measured": floor.measured, "configurations": measured_on,
+    kept = host_record.get(NOISE_KEY) if isinstance(host_record.get(NOISE_KEY), list) else []
+    entry = {
+        "device": floor.device, "workload": floor.workload, "server": floor.server, "layout": floor.layout,
+        "sd_log": floor.sd_log, "df": floor.df, "trials": floor.trials, "cov": floor.cov, "run": floor.run,
+        "measured": floor.measured, "configurations": measured_on,
     }
+    same = ("device", "workload", "server", "layout")
+    replaced = next((old for old in kept if isinstance(old, dict) and all(old.get(k) == entry[k] for k in same)), None)
+    host_record[NOISE_KEY] = [old for old in kept if old is not replaced] + [entry]
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(host_record, indent=2, sort_keys=True) + "\n")
     tmp.rename(path)
@@ -101,21 +120,29 @@ def record(run: Path, floor: stats.HostFloor, measured_on: list[str]) -> tuple[P
 SD_LOG = (0.0, 2.0)
 
 
-def _floor_in(path: Path) -> stats.HostFloor | None:
-    """The floor a host.json holds, or None where it holds none (or cannot be read as JSON). A
-    floor whose figures `noise` cannot have written is an error naming the file, not a verdict."""
+def _floors_in(path: Path) -> list[stats.HostFloor]:
+    """The floors a host.json holds (none where it cannot be read as JSON). A floor whose figures
+    `noise` cannot have written is an error naming the file, not a verdict. A floor of the one
+    kind kept before floors named their workload and server (`noise_floor`) judges nothing now."""
     try:
         found = tree.read_json(path, tree.HOST_JSON_LIMIT)
     except tree.TreeError:
-        return None
+        return []
     if not isinstance(found, dict) or found.get(NOISE_KEY) is None:
-        return None
+        return []
     fields = Fields(found, path)
-    return stats.HostFloor(
-        host=path.parent.name, device=fields.text(f"{NOISE_KEY}.device") or "",
-        sd_log=fields.number(f"{NOISE_KEY}.sd_log", *SD_LOG), df=fields.integer(f"{NOISE_KEY}.df", 1, 100_000),
-        trials=fields.integer(f"{NOISE_KEY}.trials", 2, 10_000_000), run=fields.text(f"{NOISE_KEY}.run") or "",
-        measured=fields.text(f"{NOISE_KEY}.measured") or "")
+    if not isinstance(found[NOISE_KEY], list):
+        raise fields.fail(f"{NOISE_KEY} is not a list")
+    floors = []
+    for index in range(len(found[NOISE_KEY])):
+        at = f"{NOISE_KEY}.{index}"
+        floors.append(stats.HostFloor(
+            host=path.parent.name, device=fields.text(f"{at}.device") or "",
+            sd_log=fields.number(f"{at}.sd_log", *SD_LOG), df=fields.integer(f"{at}.df", 1, 100_000),
+            trials=fields.integer(f"{at}.trials", 2, 10_000_000), run=fields.text(f"{at}.run") or "",
+            measured=fields.text(f"{at}.measured") or "", workload=fields.text(f"{at}.workload") or "",
+            server=fields.text(f"{at}.server") or "", layout=fields.text(f"{at}.layout") or stats.PLAIN))
+    return floors
 
 
 def _beside(run: Path, host: str) -> list[Path]:
@@ -131,24 +158,25 @@ def _beside(run: Path, host: str) -> list[Path]:
 
 
 def floors_for(run: Path, hosts: list[str]) -> stats.Floors:
-    """host -> the newest floor recorded for that host and the device it used in `run`, among the
-    runs of the same results directory (`run` included); hosts without one are left out."""
+    """(host, workload, server, layout) -> the newest floor recorded for it on the device the host
+    used in `run`, among the runs of the same results directory (`run` included)."""
     floors: stats.Floors = {}
     for host in hosts:
         try:
             device = device_of(run, host)
         except NoiseError:
             continue
-        candidates = [floor for path in _beside(run, host)
-                      if (floor := _floor_in(path)) is not None and floor.device == device]
-        if candidates:
-            floors[host] = max(candidates, key=lambda floor: floor.measured)
+        for path in _beside(run, host):
+            for floor in _floors_in(path):
+                if floor.device == device and (floor.key not in floors or floor.measured > floors[floor.key].measured):
+                    floors[floor.key] = floor
     return floors
 
 
-def configurations(cells: pd.DataFrame, host: str) -> list[str]:
-    """The configurations (filesystem/workload/variant/bp_size/threads) a host's floor pools."""
-    ok = cells[(cells["host"].astype(str) == host) & (cells["status"] == "ok")]
+def configurations(cells: pd.DataFrame, floor: stats.HostFloor) -> list[str]:
+    """The configurations (filesystem/workload/variant/bp_size/threads) a floor pools."""
+    ok = cells[(cells["host"].astype(str) == floor.host) & (cells["workload"] == floor.workload)
+               & (cells["server"] == floor.server) & (cells["status"] == "ok")]
     counts = ok.groupby(list(stats.MATCH), sort=True)["throughput_median"].count()
     return ["/".join(str(part) for part in key if part != layout.NOT_APPLICABLE)
             for key, count in counts.items() if count >= 2]

@@ -17,9 +17,11 @@ from typing import Any
 import pandas as pd
 
 from innomatrix import stats
-from innomatrix.stats import FROM_FLOORS, MATCH, HostFloor, NoiseFloor
+from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFloor
 
 FLAG_MARK = "*"
+# How a verdict says it leans on a host's noise floor (stats.between_runs); from the trials alone it says nothing.
+SOURCE_SHOWN = {FROM_FLOORS: "host noise floor", FROM_DRIFT: "host noise floor: run drift"}
 # The columns that name a configuration in a comparison, in the order they are shown
 # (host_a and host_b: the pair of hosts of one run compared by stats.compare_hosts).
 COMPARE_KEYS = ("host_a", "host_b", "host", *MATCH)
@@ -364,7 +366,7 @@ def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
         return ("noise floor: unknown (no configuration has 2 trials that ended ok: run with repeats=3 or more, "
                 "or measure the host's floor once with innomatrix noise)")
     if host_floors:
-        line += ("; host floors (innomatrix noise), which judge 1 trial a side: " + "; ".join(
+        line += ("; host floors (innomatrix noise), which judge 1 trial a side and the drift between runs: " + "; ".join(
             f"{measured.describe()}, a difference within "
             f"±{stats.minimum_detectable_effect(measured.sd_log, 1, df=measured.df):.1%} cannot show"
             for measured in host_floors))
@@ -385,7 +387,7 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
     display["95 % CI"] = [f"{fmt(lo, 3)} – {fmt(hi, 3)}" if not pd.isna(lo) else "–"
                           for lo, hi in zip(data["ci_low"], data["ci_high"])]
     display["trials"] = [f"{a}/{b}" for a, b in zip(data["a_trials"], data["b_trials"])]
-    display["verdict"] = [f"{verdict} ({FROM_FLOORS})" if source == FROM_FLOORS else verdict
+    display["verdict"] = [f"{verdict} ({SOURCE_SHOWN[source]})" if source in SOURCE_SHOWN else verdict
                           for verdict, source in zip(data["verdict"], data["interval_from"])]
     notes = [("A and B: the median of each configuration's trial medians (trials that ended ok). A/B = ratio of "
               "the geometric means of the trial medians; 95 % CI: Welch's t interval on their logarithms, so it "
