@@ -555,28 +555,34 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
     return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
 
 
-def compare_hosts(cells_table: pd.DataFrame, th: Thresholds = DEFAULTS, floors: Floors | None = None) -> pd.DataFrame:
-    """Host A / host B per configuration within one run: `compare` on each pair of hosts' rows.
+def compare_within(cells_table: pd.DataFrame, by: str, th: Thresholds = DEFAULTS,
+                   floors: Floors | None = None) -> pd.DataFrame:
+    """Within one run, every pair of the values of `by` (hosts, filesystems): `compare` of one's
+    rows against the other's, configurations matched on MATCH without `by` (and on host when
+    both sides ran on the same hosts).
 
-    A run that several hosts wrote holds one configuration once per host, and the question is
-    the same as between two runs: does host A's median throughput differ from host B's beyond
-    what run-to-run noise moves? So the rule is the same one (between_runs over each side's ok
-    trial medians, no verdict with 1 trial a side), applied by `compare` itself to one host's
-    rows against the other's; their host sets differ, so `compare` matches on MATCH alone.
-    With more than two hosts every pair is compared, in sorted host order, the first of the
-    pair as A (`host_a`, `host_b` lead each row); fewer than two hosts give an empty table.
-    `floors` (host -> noise floor) gives configurations with 1 trial a side a verdict, as in `compare`.
+    The question is the one between two runs (does A's median throughput differ from B's beyond
+    what run-to-run noise moves?), so the rule is the same (between_runs over each side's ok
+    trial medians; a side of 1 trial judged by its floor, else no verdict); within one run there
+    is no run drift to add. Pairs come in sorted order, the first as A (`<by>_a`, `<by>_b` lead
+    each row); fewer than two values give an empty table.
     """
-    hosts = sorted(str(host) for host in cells_table["host"].unique())
-    by_host = {host: cells_table[cells_table["host"].astype(str) == host] for host in hosts}
+    values = sorted(str(value) for value in cells_table[by].unique())
+    match = tuple(key for key in MATCH if key != by)
+    side = {value: cells_table[cells_table[by].astype(str) == value] for value in values}
     parts = []
-    for host_a, host_b in itertools.combinations(hosts, 2):
-        pair = compare(by_host[host_a], by_host[host_b], th, floors, floors)
-        parts.append(pair.assign(host_a=host_a, host_b=host_b))
-    columns = ["host_a", "host_b", *MATCH, *COMPARED]
+    for a, b in itertools.combinations(values, 2):
+        parts.append(compare(side[a], side[b], th, floors, floors, match=match).assign(**{f"{by}_a": a, f"{by}_b": b}))
+    keys = ["host"] if by != "host" else []
+    columns = [f"{by}_a", f"{by}_b", *keys, *match, *COMPARED]
     if not parts:
         return pd.DataFrame(columns=columns)
-    return pd.concat(parts, ignore_index=True)[columns]
+    return pd.concat(parts, ignore_index=True).reindex(columns=columns)
+
+
+def compare_hosts(cells_table: pd.DataFrame, th: Thresholds = DEFAULTS, floors: Floors | None = None) -> pd.DataFrame:
+    """Host A / host B per configuration within one run (compare_within by host)."""
+    return compare_within(cells_table, "host", th, floors)
 
 
 def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:

@@ -27,7 +27,7 @@ def test_report_writes_every_output_into_the_run(run):
     for name in ("summary.csv", "cells.parquet", "intervals.parquet", "report.html"):
         assert (run / name).stat().st_size > 0, name
     tables = sorted(p.name for p in (run / "tables").iterdir())
-    assert tables == sorted(f"{t}.{ext}" for t in ("variant_by_bp", "fs_by_bp", "steady_state", "cells")
+    assert tables == sorted(f"{t}.{ext}" for t in ("variant_by_bp", "fs_by_bp", "fs_compare", "steady_state", "cells")
                             for ext in ("csv", "md"))
     pngs = sorted(p.name for p in (run / "plots").glob("*.png"))
     # per (host, fs, workload, threads) group: throughput (every interval and 10 s means), latency, cpu, io;
@@ -53,10 +53,14 @@ def test_summary_and_parquet_hold_one_row_per_trial_and_the_tidy_frame(run):
 
 def test_tables_have_the_constructed_answers_and_flagged_cells_marked(run):
     fs = pd.read_csv(run / "tables" / "fs_by_bp.csv")
-    ratio = fs[fs["filesystem"] == "ext4/xfs"]
-    assert ratio["bp-64M"].item() == pytest.approx(1.4, abs=0.02)
-    assert ratio["bp-256M"].item() == pytest.approx(1.4, abs=0.02)
     assert list(fs.columns).index("bp-64M") < list(fs.columns).index("bp-256M")  # by size, not by name
+    assert sorted(fs["filesystem"]) == ["ext4", "xfs", "xfs"]  # medians only: how they compare is fs_compare
+    pairs = pd.read_csv(run / "tables" / "fs_compare.csv").set_index(["variant", "bp_size"])
+    assert (pairs["filesystem_a"] == "ext4").all() and (pairs["filesystem_b"] == "xfs").all()
+    assert pairs.loc[("A", "64M"), "ratio"] == pytest.approx(1.4, abs=0.02)
+    assert pairs.loc[("A", "256M"), "ratio"] == pytest.approx(1.4, abs=0.02)
+    # One trial a side, no floor: the ratio is shown with the reason it has no verdict.
+    assert set(pairs.loc[pairs["only_in"].isna(), "verdict"]) == {"1 trial on a side: run-to-run variance unknown"}
     markdown = (run / "tables" / "variant_by_bp.md").read_text()
     row_c = next(line for line in markdown.splitlines() if "| xfs | oltp | 2 | C |" in line)
     bp_64m, bp_256m = (cell.strip() for cell in row_c.split("|")[6:8])

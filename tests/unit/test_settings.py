@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from innomatrix import settings
 
 # SHOW GLOBAL VARIABLES as MariaDB 10.11 printed it in a trial (abridged), and its my.cnf.
@@ -106,8 +108,12 @@ def test_the_report_flags_a_server_that_ran_otherwise_and_shows_the_drift(tmp_pa
     assert rows["innodb_io_capacity"][db1] == "200" and rows["innodb_io_capacity"][db2] == "10000"
     assert rows["innodb_use_native_aio"][db2] == "OFF"
     assert "innodb_flush_method" not in rows  # the same on both: not drift
-    assert set(rows) == {"median throughput (tps)", "innodb_buffer_pool_size", "innodb_io_capacity",
-                         "innodb_use_native_aio"}
+    assert set(rows) == {"median throughput (tps)", f"throughput ÷ {db1}", "innodb_buffer_pool_size",
+                         "innodb_io_capacity", "innodb_use_native_aio"}
+    # The neighbour's throughput as a ratio to the first server's, never without its interval and
+    # verdict or the reason it has none (one trial a side here).
+    ratio = rows[f"throughput ÷ {db1}"]
+    assert ratio[db1] == "1" and re.fullmatch(r"\d\.\d{3}× 1 trial on a side: run-to-run variance unknown", ratio[db2])
 
 
 def test_no_drift_table_for_one_server(tmp_path) -> None:

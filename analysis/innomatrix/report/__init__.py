@@ -74,8 +74,11 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     if say:
         say(f"{run.name}: statistics for {len(frame.trials)} trials ({len(frame.intervals):,} interval rows)")
     cells = stats.cells(frame, thresholds)
-    built = [t for t in (tables.variant_by_bp(cells), tables.fs_by_bp(cells), tables.fileio_blocks(cells),
-                         tables.fileio_sweep(cells), tables.fileio(cells), tables.settings_drift(frame.trials, cells))
+    host_floors = noise_floors.floors_for(run, _hosts(cells))
+    built = [t for t in (tables.variant_by_bp(cells), tables.fs_by_bp(cells),
+                         _within(cells, "filesystem", thresholds, host_floors), tables.fileio_blocks(cells),
+                         tables.fileio_sweep(cells), tables.fileio(cells),
+                         tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]
     steady = tables.steady_table(cells)
     per_trial = tables.cells_table(cells)
@@ -97,7 +100,6 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     flagged = int(cells["flagged"].sum())
     written.lines = [f"{len(cells)} trial{'' if len(cells) == 1 else 's'}, {flagged} flagged"]
     floor = stats.noise_floor(cells, confidence=thresholds.confidence)
-    host_floors = by_host.floors if by_host else noise_floors.floors_for(run, _hosts(cells))
     if floor.configurations or host_floors:
         written.lines.append(tables.noise_note(floor, host_floors.values()))
     written.lines += steady.notes
@@ -205,6 +207,16 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
     recorded.lines.append("Runs beside these in the same results directory, on the same host and device, now judge "
                           "configurations with 1 trial a side against it.")
     return recorded
+
+
+def _within(cells: pd.DataFrame, by: str, thresholds: stats.Thresholds, floors: stats.Floors) -> tables.Table | None:
+    """The pairs of `by` (filesystems) of a run's server cells compared, where there are two or more."""
+    server = tables.server_cells(cells)
+    if server[by].nunique() < 2:
+        return None
+    comparison = stats.compare_within(server, by, thresholds, floors)
+    return tables.within_table(comparison, by, stats.noise_floor(server, confidence=thresholds.confidence),
+                               floors.values())
 
 
 def _verdict_line(comparison: pd.DataFrame, hosts: list[str] | None = None) -> str:

@@ -24,7 +24,7 @@ FLAG_MARK = "*"
 SOURCE_SHOWN = {FROM_FLOORS: "host noise floor", FROM_DRIFT: "host noise floor: run drift"}
 # The columns that name a configuration in a comparison, in the order they are shown
 # (host_a and host_b: the pair of hosts of one run compared by stats.compare_hosts).
-COMPARE_KEYS = ("host_a", "host_b", "host", *MATCH)
+COMPARE_KEYS = ("host_a", "host_b", "filesystem_a", "filesystem_b", "host", *MATCH)
 
 
 @dataclass
@@ -141,29 +141,16 @@ def variant_by_bp(cells: pd.DataFrame) -> Table | None:
 
 
 def fs_by_bp(cells: pd.DataFrame) -> Table | None:
-    """Median throughput, filesystem × buffer pool (the P320h table), with A/B rows for two filesystems."""
+    """Median throughput, filesystem × buffer pool (the P320h table); how each pair of
+    filesystems compares, with its interval and verdict, is `within_table(..., "filesystem")`."""
     table = server_cells(cells)
     if table.empty or table["filesystem"].nunique() < 2:
         return None
     groups = ["host", "workload", "variant", "threads"]
     median, flagged = _pivot(table, groups, "filesystem")
-    data_parts, display_parts = [], []
-    for key, block in median.groupby(level=groups, sort=True):
-        block_flags = flagged.loc[block.index]
-        text = _display(block, block_flags)
-        names = list(block.index.get_level_values("filesystem"))
-        if len(names) == 2:
-            ratio = block.iloc[0] / block.iloc[1]
-            label = f"{names[0]}/{names[1]}"
-            ratio_index = pd.MultiIndex.from_tuples([(*key, label)], names=block.index.names)
-            block = pd.concat([block, pd.DataFrame([ratio.to_numpy()], index=ratio_index, columns=block.columns)])
-            text = pd.concat([text, pd.DataFrame([[fmt(v, 2) + "×" if not pd.isna(v) else "–" for v in ratio]],
-                                                 index=ratio_index, columns=text.columns)])
-        data_parts.append(block)
-        display_parts.append(text)
-    data = pd.concat(data_parts).reset_index()
+    data = median.reset_index()
     data.insert(len(groups) + 1, "unit", _unit(table))
-    display = pd.concat(display_parts).reset_index()
+    display = _display(median, flagged).reset_index()
     return Table("fs_by_bp", f"Median throughput ({_unit(table)}): filesystem × buffer pool", data, display,
                  _flag_note(table))
 
@@ -257,9 +244,11 @@ SUMMARY_COLUMNS = (
 )
 
 
-def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame) -> Table | None:
+def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame, th: stats.Thresholds = stats.DEFAULTS,
+                   floors: stats.Floors | None = None) -> Table | None:
     """Per variant, the I/O settings whose running values differ between the servers of the run
-    (a server is a host with its flavor and version), beside each server's median throughput:
+    (a server is a host with its flavor and version), beside each server's median throughput and
+    its ratio to the first server's, with the interval and verdict of a comparison within one run:
     a variant leaves most settings to the server's defaults, and defaults differ between servers.
 
     `trials` is the frame's trial table (setting.* columns from each trial's variables.txt).
@@ -274,7 +263,8 @@ def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame) -> Table | None:
     servers = sorted(server.unique())
     if len(servers) < 2:
         return None
-    throughput = cells.set_index("trial")["throughput_median"]
+    by_trial = cells.set_index("trial")
+    throughput = by_trial["throughput_median"]
     unit = _unit(cells[cells["trial"].isin(ran.index)])
     rows = []
     for variant, block in ran.groupby("variant", sort=True):
@@ -282,15 +272,42 @@ def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame) -> Table | None:
         rows.append({"variant": variant, "setting": f"median throughput ({unit})",
                      **{name: fmt(float(throughput.reindex(part.index).median())) if len(part) else "–"
                         for name, part in by_server.items()}})
+        reference = by_trial.loc[by_server[servers[0]].index].reset_index()
+        rows.append({"variant": variant, "setting": f"throughput ÷ {servers[0]}", servers[0]: "1",
+                     **{name: _ratios(stats.compare(by_trial.loc[part.index].reset_index(), reference, th, floors,
+                                                    floors))
+                        for name, part in by_server.items() if name != servers[0]}})
         for column in setting_columns:
             values = {name: " / ".join(sorted(part[column].dropna().astype(str).unique())) or "–"
                       for name, part in by_server.items()}
             if len(set(values.values())) > 1:
                 rows.append({"variant": variant, "setting": column.removeprefix("setting."), **values})
-    data = pd.DataFrame(rows, columns=["variant", "setting", *servers])
+    data = pd.DataFrame(rows, columns=["variant", "setting", *servers]).fillna("–")
     return Table("settings_drift", "Settings that differ between servers, per variant (as the servers ran them)",
                  data, data.copy(), ["Values read from each trial's server at its start (variables.txt); "
-                                     "a setting no variant sets takes each server's own default."])
+                                     "a setting no variant sets takes each server's own default. The ratio to the "
+                                     "first server is per matching configuration (filesystem, buffer pool, "
+                                     "threads), with its 95 % interval and verdict as in the host-vs-host table."])
+
+
+def ratio_text(ratio: float, low: float, high: float, verdict: str) -> str:
+    """A ratio as the suite prints one: never without its interval and verdict, or the reason it has none."""
+    if pd.isna(ratio):
+        return "–"
+    interval = f" ({low:.3f}–{high:.3f})" if not pd.isna(low) else ""
+    return f"{ratio:.3f}×{interval} {verdict}"
+
+
+def _ratios(comparison: pd.DataFrame) -> str:
+    """Each matching configuration's ratio in one cell, named by what tells them apart."""
+    both = comparison[comparison["only_in"] == ""]
+    if both.empty:
+        return "–"
+    varying = [key for key in ("filesystem", "bp_size", "subtest", "block_size", "threads")
+               if key in both and both[key].nunique() > 1]
+    return "; ".join(("/".join(str(row[key]) for key in varying) + ": " if varying else "")
+                     + ratio_text(row["ratio"], row["ci_low"], row["ci_high"], row["verdict"])
+                     for _, row in both.iterrows())
 
 
 def cells_table(cells: pd.DataFrame) -> Table:
@@ -407,10 +424,23 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
 
 def host_compare_table(comparison: pd.DataFrame, floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> Table:
     """The host-vs-host table of one run (stats.compare_hosts): the compare table, A and B named on each row."""
-    table = compare_table(comparison, "host_a", "host_b", floor, host_floors)
-    notes = [*table.notes, "Every pair of hosts, in sorted host order: the first of the pair is A."]
-    return dataclasses.replace(table, name="host_compare", notes=notes,
-                               title="Host vs host: ratio A/B of median throughput within the run")
+    return within_table(comparison, "host", floor, host_floors)
+
+
+# What each within-run comparison is called, by the column it pairs: (table name, title).
+WITHIN = {"host": ("host_compare", "Host vs host: ratio A/B of median throughput within the run"),
+          "filesystem": ("fs_compare", "Filesystem vs filesystem: ratio A/B of median throughput within the run")}
+
+
+def within_table(comparison: pd.DataFrame, by: str, floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> Table:
+    """A comparison of pairs within one run (stats.compare_within): the compare table, A and B named on each row."""
+    table = compare_table(comparison, f"{by}_a", f"{by}_b", floor, host_floors)
+    name, title = WITHIN[by]
+    notes = [*table.notes, f"Every pair of {by}s, in sorted order: the first of the pair is A."]
+    if by == "filesystem":
+        notes.append("Each filesystem is a pass of its own (a mkfs and a load apart): drift between the passes is "
+                     "in the trials' spread only as far as it moves them.")
+    return dataclasses.replace(table, name=name, notes=notes, title=title)
 
 
 # What the Hosts table shows of a host.json session (roles/matrix/tasks/record.yml writes it):
