@@ -65,7 +65,9 @@ def test_tables_have_the_constructed_answers_and_flagged_cells_marked(run):
     row_c = next(line for line in markdown.splitlines() if "| xfs | oltp | 2 | C |" in line)
     bp_64m, bp_256m = (cell.strip() for cell in row_c.split("|")[6:8])
     assert bp_64m.endswith("*") and bp_256m == "–"  # the stalled cell is marked (C ran at 64M only) ...
-    assert "xfs/oltp/C/bp-64M/t2/r1: stalls: 3 intervals in 1 episodes (longest 3 s)" in markdown  # ... with why
+    assert "stalls (1 trial: localhost/xfs/oltp/C/bp-64M/t2/r1)" in markdown  # ... with why, by kind of flag,
+    every_trial = (run / "tables" / "cells.md").read_text()  # and the figures in the table of every trial
+    assert "stalls: 3 intervals in 1 episodes (longest 3 s)" in every_trial
     summary = pd.read_csv(run / "summary.csv").set_index("trial")
     assert summary["flagged"].sum() == 1
 
@@ -231,3 +233,15 @@ def test_a_failed_trial_without_intervals_stays_in_the_tables_marked(tmp_path, c
     assert float(bp_64m.replace(",", "")) > 0 and bp_256m == "–*"  # the failed one: no figure, marked
     flags = pd.read_csv(run / "summary.csv").set_index("bp_size")["flags"]
     assert flags["256M"] == "trial failed: server died during the trial; no interval measured after the warmup"
+
+
+def test_a_footnote_groups_the_flags_by_kind_with_the_trials_they_cover():
+    from innomatrix.report import tables
+
+    flagged = [(f"h/xfs/oltp/A/bp-16M/t4/r{repeat}", f"buffer pool holds the dataset: device reads {repeat / 10:.2g}/s")
+               for repeat in range(1, 13)] + [("h/xfs/oltp/A/bp-32M/t4/r1", "stalls: 2 intervals in 1 episodes (longest "
+                                               "2 s); buffer pool holds the dataset: device reads 0.3/s")]
+    note = tables.grouped_flags(flagged)
+    assert note == ("buffer pool holds the dataset (13 trials: h/xfs/oltp/A/bp-16M/t4/r1, h/xfs/oltp/A/bp-16M/t4/r2, "
+                    "h/xfs/oltp/A/bp-16M/t4/r3, h/xfs/oltp/A/bp-16M/t4/r4, h/xfs/oltp/A/bp-16M/t4/r5, "
+                    "h/xfs/oltp/A/bp-16M/t4/r6 and 7 more); stalls (1 trial: h/xfs/oltp/A/bp-32M/t4/r1)")

@@ -123,7 +123,7 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     floor = stats.noise_floor(cells_a, cells_b, confidence=thresholds.confidence)
     host_floors = [*floors_a.values(), *floors_b.values()]
     table = tables.compare_table(comparison, a.name, b.name, floor, host_floors)
-    figure = plots.compare_bars(comparison, a.name, b.name)
+    figure = plots.compare_forest(comparison, a.name, b.name)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "compare.html", cells=comparison)
     written.files += table.write(out)
@@ -149,7 +149,7 @@ def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: S
     by_host = _host_tables(run, cells, thresholds)
     comparison = by_host.comparison
     floor = stats.noise_floor(cells, confidence=thresholds.confidence)
-    figure = plots.compare_bars(comparison, "host_a", "host_b")
+    figure = plots.compare_forest(comparison, "host_a", "host_b")
     if figure is not None:
         figure = dataclasses.replace(figure, name="host_compare_ratios", title=f"Host vs host ratios: {run.name}")
     out.mkdir(parents=True, exist_ok=True)

@@ -7,11 +7,13 @@ global state), so plotting works the same on a headless host and in tests.
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import matplotlib.ticker
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -179,28 +181,48 @@ def bars(table: Table, row_key: str, title: str) -> list[Plot]:
     return plots
 
 
-def compare_bars(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot | None:
-    both = comparison[comparison["only_in"] == ""]
+# Ratios marked on a forest plot's axis (and their inverses), as far as its intervals reach.
+FOREST_STEPS = (1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0)
+
+
+def compare_forest(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot | None:
+    """Each configuration's ratio A/B as a point with its 95 % interval, on a log axis centred on 1
+    (a forest plot): a 5 % difference and its interval stay visible, where bars from 0 hid them.
+    Red: differs; grey: no difference; a hollow point: no verdict (no interval, or drift not measured)."""
+    both = comparison[(comparison["only_in"] == "") & comparison["ratio"].notna()]
     if both.empty:
         return None
     keys = [c for c in COMPARE_KEYS if c in both]
-    labels = ["/".join(str(row[k]) for k in keys) for _, row in both.iterrows()]
+    labels = ["/".join(str(row[k]) for k in keys if str(row[k]) != "-") for _, row in both.iterrows()]
     ratio = both["ratio"].to_numpy(dtype=np.float64)
-    low = ratio - both["ci_low"].to_numpy(dtype=np.float64)
-    high = both["ci_high"].to_numpy(dtype=np.float64) - ratio
+    low = both["ci_low"].to_numpy(dtype=np.float64)
+    high = both["ci_high"].to_numpy(dtype=np.float64)
+    judged = np.isin(both["verdict"].to_numpy(dtype=object), ["differs", "no difference"])
+    reach = np.nanmax(np.abs(np.log(np.concatenate([ratio, low[~np.isnan(low)], high[~np.isnan(high)]]))))
+    reach = max(float(reach) * 1.15, math.log(1.1))
     height = 0.35 * len(both) + 1.6
     figure = Figure(figsize=(10, height))
     figure.subplots_adjust(left=0.3, right=0.98, top=1 - 0.2 / height, bottom=0.7 / height)
     axes = figure.add_subplot()
     y = np.arange(len(both))
-    colors = ["tab:red" if d else "tab:gray" for d in both["differs"]]
-    axes.barh(y, ratio, color=colors, xerr=np.vstack([low, high]), capsize=3)
+    for index, (r, lo, hi, differs, has_verdict) in enumerate(zip(ratio, low, high, both["differs"], judged)):
+        color = "tab:red" if differs else "tab:gray"
+        if not math.isnan(lo):
+            axes.plot([lo, hi], [index, index], color=color, lw=2 if has_verdict else 1,
+                      ls="-" if has_verdict else ":")
+        axes.plot([r], [index], "o", color=color, markerfacecolor=color if has_verdict else "white", markersize=6)
     axes.axvline(1.0, color="black", lw=1)
+    axes.set_xscale("log")
+    axes.set_xlim(math.exp(-reach), math.exp(reach))
+    steps = [step for step in FOREST_STEPS if math.log(step) <= reach]
+    axes.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(sorted({1.0, *steps, *(1 / step for step in steps)})))
+    axes.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:.3g}"))
+    axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     axes.set_yticks(y, labels, fontsize=7)
     axes.invert_yaxis()
-    axes.set_xlabel(f"median throughput {name_a} / {name_b} (bars: 95 % CI between runs; red: differs; "
-                    "no bar: 1 trial on a side)")
-    axes.grid(axis="x", alpha=0.3)
+    axes.set_xlabel(f"median throughput {name_a} / {name_b}, log scale (lines: 95 % interval; red: differs; "
+                    "hollow: no verdict)")
+    axes.grid(axis="x", alpha=0.3, which="both")
     return Plot("compare_ratios", f"A/B ratios: {name_a} / {name_b}", "compare", _png(figure))
 
 

@@ -109,8 +109,27 @@ def _flag_note(cells: pd.DataFrame) -> list[str]:
     flagged = cells[cells["flagged"]]
     if flagged.empty:
         return []
-    return [f"{FLAG_MARK} flagged (shown, not dropped): " + "; ".join(
-        f"{trial}: {reasons}" for trial, reasons in zip(flagged["trial"], flagged["flags"]))]
+    return [f"{FLAG_MARK} flagged (shown, not dropped): " + grouped_flags(zip(flagged["trial"], flagged["flags"]))]
+
+
+# How many trials a footnote names for one kind of flag before it counts the rest.
+NAMED_TRIALS = 6
+
+
+def grouped_flags(flags_by_trial: Iterable[tuple[str, str]]) -> str:
+    """Flags grouped by kind (the text before its first colon: "stalls", "buffer pool holds the
+    dataset"), each with the trials it covers, so twelve trials flagged alike read as one line;
+    each trial's own figures are in the table of every trial."""
+    trials_of: dict[str, list[str]] = {}
+    for trial, flags in flags_by_trial:
+        for flag in filter(None, str(flags).split("; ")):
+            trials_of.setdefault(flag.split(":", 1)[0].strip(), []).append(str(trial))
+    parts = []
+    for kind, trials in trials_of.items():
+        named = ", ".join(dict.fromkeys(trials[:NAMED_TRIALS]))
+        more = f" and {len(trials) - NAMED_TRIALS} more" if len(trials) > NAMED_TRIALS else ""
+        parts.append(f"{kind} ({len(trials)} trial{'s' if len(trials) != 1 else ''}: {named}{more})")
+    return "; ".join(parts)
 
 
 def _unit(cells: pd.DataFrame) -> str:
@@ -412,9 +431,10 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
               "variance (trials, not intervals, are the independent units); `differs` only when it excludes 1, "
               "and with 1 trial on a side a verdict only from the hosts' noise floors (marked), else none."),
              noise_note(floor, host_floors)]
-    flagged = dict.fromkeys(text for row in data.itertuples() for text in (row.a_flags, row.b_flags) if text)
+    flagged = dict.fromkeys(entry for row in data.itertuples() for text in (row.a_flags, row.b_flags) if text
+                            for entry in str(text).split(" | "))
     if flagged:
-        notes.append(f"{FLAG_MARK} flagged: " + " | ".join(flagged))
+        notes.append(f"{FLAG_MARK} flagged: " + grouped_flags(entry.split(": ", 1) for entry in flagged))
     only = data[data["only_in"] != ""]
     if not only.empty:
         notes.append("without a match: " + "; ".join(
