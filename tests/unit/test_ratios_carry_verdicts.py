@@ -55,3 +55,16 @@ def test_no_table_shows_a_ratio_without_its_interval_and_verdict(tmp_path, capsy
     for name in ("fs_compare.md", "host_compare.md", "compare.md"):
         table = next(a.rglob(name)).read_text()
         assert "| A/B |" in table and "| 95 % CI |" in table and "| verdict |" in table, name
+
+
+def test_compare_by_host_prints_and_writes_the_settings_drift_table(tmp_path, capsys) -> None:
+    run = fleet(tmp_path / "a", 1000.0)
+    assert cli.main(["compare", str(run), "--by", "host"]) == 0
+    printed, _ = capsys.readouterr()
+    assert "Settings that differ between servers, per variant (as the servers ran them)" in printed
+    assert "| innodb_io_capacity | 200 | 10000 |" in printed
+    drift = pd.read_csv(run / "compare-hosts" / "settings_drift.csv")
+    ratio = drift[drift["setting"].str.startswith("throughput ÷ db1")]
+    [db2] = [column for column in drift.columns if column.startswith("db2")]
+    assert all(CARRIED.search(text) for text in ratio[db2])
+    assert 'id="settings-drift"' in (run / "compare-hosts" / "host_compare.html").read_text()

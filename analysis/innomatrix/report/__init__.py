@@ -141,7 +141,8 @@ def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: S
     """`compare RUN --by host`: every pair of the run's hosts, by the rule `compare` judges two runs by."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run / "compare-hosts"
-    cells = stats.cells(load(run, say), thresholds)
+    frame = load(run, say)
+    cells = stats.cells(frame, thresholds)
     hosts = _hosts(cells)
     if len(hosts) < 2:
         raise ReportError(f"{run}: only {', '.join(hosts) or 'no host'} ran trials here; "
@@ -152,17 +153,22 @@ def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: S
     figure = plots.compare_forest(comparison, "host_a", "host_b")
     if figure is not None:
         figure = dataclasses.replace(figure, name="host_compare_ratios", title=f"Host vs host ratios: {run.name}")
+    # Hosts that ran different servers ran different defaults: what differed stands beside the ratios.
+    drift = tables.settings_drift(frame.trials, cells, thresholds, by_host.floors)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "host_compare.html", cells=comparison)
-    for table in by_host.both:
+    for table in (*by_host.both, *([drift] if drift else [])):
         written.files += table.write(out)
     if figure is not None:
         written.files += _write_plots([figure], out / "plots", prune=False)
     written.html.write_text(html.host_compare_document(run.name, by_host.compare, figure, by_host.hosts,
-                                                       thresholds.describe()))
+                                                       thresholds.describe(), drift))
     written.files.append(written.html)
-    written.lines = [_verdict_line(comparison, hosts), tables.noise_note(floor, by_host.floors.values()), "", *by_host.lines(), "",
-                     f"compare: {written.html}"]
+    written.lines = [_verdict_line(comparison, hosts), tables.noise_note(floor, by_host.floors.values()), "",
+                     *by_host.lines(), ""]
+    if drift is not None:
+        written.lines += [drift.title, tables.markdown(drift.display), *drift.notes, ""]
+    written.lines.append(f"compare: {written.html}")
     return written
 
 
