@@ -41,6 +41,7 @@ root:
 
 demo: root venv
 	$(PLAYBOOK) matrix.yml -e @inventory/demo.yml
+	$(PLAYBOOK) matrix.yml -e @inventory/demo.yml -e @inventory/demo-verdict.yml
 	$(PLAYBOOK) matrix.yml -e @inventory/demo.yml -e @inventory/demo-auto.yml
 
 lint: venv

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 
+import pandas as pd
 import pytest
 from innomatrix import frame
 
@@ -156,6 +157,24 @@ def test_provisioning_twice_changes_nothing_the_second_time(env):
     ok(second)
     recap = re.search(r"^localhost\s+: ok=(\d+)\s+changed=(\d+)", second.stdout, flags=re.M)
     assert recap and int(recap.group(1)) > 10 and recap.group(2) == "0", second.stdout[-2000:]
+
+
+def test_the_demos_second_trials_give_its_report_a_verdict_with_its_interval(env):
+    """make demo's second step (inventory/demo-verdict.yml) on this environment's device and
+    dataset: a second trial of one configuration on both filesystems, and the report judges ext4
+    against xfs with an interval, where one trial a side gets no verdict."""
+    done = env.play("-e", "@inventory/demo-verdict.yml", "-e", "run_name=e2e-verdict", "-e", "bp_sizes=64M")
+    ok(done)
+    ok(env.play("-e", "@inventory/demo-verdict.yml", "-e", "run_name=e2e-verdict", "-e", "bp_sizes=64M",
+                "-e", "repeats=1"))  # the first trials alone: already there, nothing runs
+    assert "2 cells: 0 to run, 2 already finished" in env.base.joinpath("last-play.log").read_text()
+    [row] = pd.read_csv(env.results / "e2e-verdict" / "tables" / "fs_compare.csv").to_dict("records")
+    assert (row["filesystem_a"], row["filesystem_b"], row["a_trials"], row["b_trials"]) == ("ext4", "xfs", 2, 2)
+    assert row["verdict"] in ("differs", "no difference") and row["ci_low"] < row["ratio"] < row["ci_high"], row
+    assert "Filesystem vs filesystem" in (env.results / "e2e-verdict" / "report.html").read_text()
+    # The play ends with the verdict, its interval and what it compared.
+    assert re.search(r"verdict: ext4 / xfs, localhost/oltp/A/64M/2: \d\.\d{3}× \(\d\.\d{3}–\d\.\d{3}\) "
+                     r"(differs|no difference)", done.stdout), done.stdout[-3000:]
 
 
 def test_failing_cell_is_recorded_and_the_matrix_goes_on(env):

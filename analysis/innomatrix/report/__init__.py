@@ -75,9 +75,9 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
         say(f"{run.name}: statistics for {len(frame.trials)} trials ({len(frame.intervals):,} interval rows)")
     cells = stats.cells(frame, thresholds)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
-    built = [t for t in (tables.variant_by_bp(cells), tables.fs_by_bp(cells),
-                         _within(cells, "filesystem", thresholds, host_floors), tables.fileio_blocks(cells),
-                         tables.fileio_sweep(cells), tables.fileio(cells),
+    by_fs = _within(cells, "filesystem", thresholds, host_floors)
+    built = [t for t in (tables.variant_by_bp(cells), tables.fs_by_bp(cells), by_fs.table if by_fs else None,
+                         tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]
     steady = tables.steady_table(cells)
@@ -103,6 +103,8 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     if floor.configurations or host_floors:
         written.lines.append(tables.noise_note(floor, host_floors.values()))
     written.lines += steady.notes
+    if by_fs is not None:
+        written.lines += by_fs.verdicts()
     written.lines.append("")
     for table in built:
         written.lines += [f"{table.title}", tables.markdown(table.display), ""]
@@ -215,14 +217,35 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
     return recorded
 
 
-def _within(cells: pd.DataFrame, by: str, thresholds: stats.Thresholds, floors: stats.Floors) -> tables.Table | None:
+@dataclass
+class Within:
+    """Pairs of one dimension of a run (its filesystems) compared: the table, and the verdict lines."""
+
+    by: str
+    comparison: pd.DataFrame
+    table: tables.Table
+
+    def verdicts(self) -> list[str]:
+        """`verdict: …` lines (the play prints them after the cells): how many pairs differ, and
+        each configuration that has a verdict, with its interval."""
+        lines = [f"verdict: {self.by} vs {self.by}: {_verdict_line(self.comparison)}"]
+        keys = [key for key in ("host", *stats.MATCH) if key in self.comparison and key != self.by]
+        for _, row in self.comparison.iterrows():
+            if row["verdict"] in (stats.DIFFERS, stats.SAME):
+                name = "/".join(str(row[key]) for key in keys if str(row[key]) != layout.NOT_APPLICABLE)
+                lines.append(f"verdict: {row[f'{self.by}_a']} / {row[f'{self.by}_b']}, {name}: "
+                             + tables.ratio_text(row["ratio"], row["ci_low"], row["ci_high"], row["verdict"]))
+        return lines
+
+
+def _within(cells: pd.DataFrame, by: str, thresholds: stats.Thresholds, floors: stats.Floors) -> Within | None:
     """The pairs of `by` (filesystems) of a run's server cells compared, where there are two or more."""
     server = tables.server_cells(cells)
     if server[by].nunique() < 2:
         return None
     comparison = stats.compare_within(server, by, thresholds, floors)
-    return tables.within_table(comparison, by, stats.noise_floor(server, confidence=thresholds.confidence),
-                               floors.values())
+    return Within(by, comparison, tables.within_table(
+        comparison, by, stats.noise_floor(server, confidence=thresholds.confidence), floors.values()))
 
 
 def _verdict_line(comparison: pd.DataFrame, hosts: list[str] | None = None) -> str:
