@@ -79,15 +79,19 @@ def test_an_installed_mysql_9_7_is_used_as_it_is(mysql_host, source):
 
 
 def test_a_mariadb_host_is_not_mistaken_for_mysql():
-    """Debian's mariadb-server answers as mysqld too, but it is not MySQL: asked for mysql, the
-    role tries to install mysql-server (not in Debian 12's sources, so it fails) instead of
-    recording MariaDB as MySQL."""
+    """Debian's mariadb-server answers as mysqld too, but it is not MySQL: asked for mysql (or
+    percona), the role reads the vendor from the binary and refuses in one line, before anything
+    is installed, instead of recording MariaDB as MySQL or installing MySQL over it."""
     with remote_hosts("innomatrix-mariadb-", {"db-mariadb": "bookworm-bench"}) as (base, hosts):
         assert "MariaDB" in hosts["db-mariadb"].exec(["mysqld", "--version"]).stdout
         write_inventory(base / "hosts.yml", hosts)
-        done = server_role(base, "-e", "mysql_server_flavor=mysql")
-        assert done.returncode != 0
-        assert "No package matching 'mysql-server'" in done.stdout, done.stdout[-3000:]
+        for flavor in ("mysql", "percona"):
+            done = server_role(base, "-e", f"mysql_server_flavor={flavor}")
+            assert done.returncode != 0
+            assert (f"db-mariadb: the server installed here is mariadb (" in done.stdout
+                    and f"not {flavor} as mysql_flavor asks: set mysql_flavor=mariadb for this host" in done.stdout), \
+                done.stdout[-3000:]
+            assert "MySQL server | install" not in done.stdout  # nothing was installed, nor tried
 
 
 @pytest.fixture(scope="module")
