@@ -4,6 +4,7 @@
     .venv/bin/python bench/adaptive.py replay [RUN]    # the auto rules applied offline to those intervals
     .venv/bin/python bench/adaptive.py live [PAIRS]    # one demo cell, fixed and auto runs interleaved (ABBA)
     .venv/bin/python bench/adaptive.py headline        # a small matrix the seeds' way and innomatrix's way
+    .venv/bin/python bench/adaptive.py coverage [N]    # the duration rule's promise on N AR(1) series a cell
 
 record: the demo matrix (inventory/demo.yml: a dataset 3-6 times the buffer pool) with a long fixed
 warmup and duration; every trial starts cold (the dataset restored, the page cache dropped, a
@@ -12,8 +13,8 @@ fresh server), so there is a ramp to find.
 replay: per cell, the decisions innomatrix.steady takes on the recorded intervals (the code the
 host runs), the driver time they save of warmup + duration, the wall time saved (the trial's own
 wall time less the driver seconds saved) and |median(auto) - median(full)| / median(full), where
-full is the cell's median over its fixed measured part ("full ±": that median's own 95 % interval
-by the same batch medians, for scale). The caps are each trial's own fixed warmup and duration,
+full is the cell's median over its fixed measured part ("full ±": that median's own interval,
+as the rule draws it, for scale). The caps are each trial's own fixed warmup and duration,
 so RUN may be any run recorded with fixed times. Targets (issue #14): >= 40 % of the wall
 time saved, the error <= 2 % on every cell and <= 1 % on the median cell.
 
@@ -28,6 +29,11 @@ by reflink and decides warmup and duration (caps 240 s + 240 s, the replay's dur
 and precision 1 %). Prints the wall-time ratio (the playbooks' own time, and loads + trials
 alone) and each cell's median difference. Targets (issue #14): ratio <= 0.5, largest difference
 <= 2 %.
+
+coverage: steady.coverage over AR(1) plateaus (phi 0, 0.5, 0.7, 0.9; 20 to 600 intervals measured;
+precision 0.5, 1 and 2 %; N series a cell, default 300): per cell, how often the rule stopped on
+precision and, of those stops, how often the median was within the precision of the true one and
+the true one inside the reported interval; pooled over all stops.
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
@@ -108,7 +114,7 @@ def replay(run: Path, precisions: tuple[float, ...] = (0.01, 0.02, 0.05)) -> Non
             given = warmup + duration
             fixed_part = [v for t, v in zip(times, values) if t - 1 >= warmup]
             full = statistics.median(fixed_part)
-            full_half = steady.batch_median_interval(fixed_part)[1] / full  # the full trial's own 95 % interval
+            full_half = steady.batch_median_interval(fixed_part)[1] / full  # the full trial's own interval, as the rule draws it
             decided = steady.replay(times, values, rules)
             auto = statistics.median(decided.measured())
             cell_saved = given - decided.end_s
@@ -216,6 +222,19 @@ def headline() -> None:
           f"{max(differences):.2%} (target <= 2 %)")
 
 
+def coverage(series: int) -> None:
+    table = steady.coverage(phis=(0.0, 0.5, 0.7, 0.9), lengths=(20, 60, 120, 300, 600),
+                            precisions=(0.005, 0.01, 0.02), series=series, seed=20261126)
+    print(f"{'phi':>4} {'intervals':>9} {'precision':>9} {'stops':>11} {'within':>7} {'inside':>7}")
+    for cell in table:
+        shown = (f"{cell.within_precision / cell.stops:>7.1%} {cell.inside_interval / cell.stops:>7.1%}"
+                 if cell.stops else f"{'-':>7} {'-':>7}")
+        print(f"{cell.phi:>4g} {cell.length:>9} {cell.precision:>9.1%} {cell.stops:>5}/{cell.series:<5} {shown}")
+    stops = sum(cell.stops for cell in table)
+    print(f"pooled over {stops} stops: within the precision {sum(c.within_precision for c in table) / stops:.1%}, "
+          f"inside the reported interval {sum(c.inside_interval for c in table) / stops:.1%}")
+
+
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "replay"
     if command == "record":
@@ -226,6 +245,8 @@ def main(argv: list[str]) -> int:
         live(int(argv[1]) if len(argv) > 1 else 3)
     elif command == "headline":
         headline()
+    elif command == "coverage":
+        coverage(int(argv[1]) if len(argv) > 1 else 300)
     else:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2

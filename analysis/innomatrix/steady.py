@@ -10,17 +10,25 @@ Steady state (SNIA PTS style): throughput is averaged into rounds of whole inter
 its mean and the least-squares line's excursion across it (|slope| x (rounds - 1)) within
 ``slope_limit`` of its mean.
 
-Precision (duration=auto): the 95 % confidence interval of the measured median throughput by
-batch medians. The measured intervals are cut into ``BATCHES`` consecutive batches of at least a
-round each; the batch medians are close to independent even though neighbouring intervals are not
-(a checkpoint burst spans several seconds), so Student's t over them gives the interval. A block
-bootstrap would say much the same at a thousand times the CPU, every round, on the host under
-test; batch medians cost one sort per round.
+Precision (duration=auto): the confidence interval of the measured median throughput by batch
+medians. The measured intervals are cut into ``BATCHES`` consecutive batches; neighbouring
+intervals are correlated (a checkpoint burst spans several seconds), so each batch must span
+several times the correlation's reach, measured on the series itself (``correlation_reach``: the
+lag-1 autocorrelation, corrected for its small-sample bias and taken at its upper bound); then the
+batch medians are close to independent and Student's t over them gives the interval. With too few
+intervals for ten such batches the rule does not claim any precision. A trial looks at its
+interval repeatedly and stops at the first narrow enough; that, and batch medians spreading a
+little less than the median of all, is why the interval uses t's 99 % point (``T_STOP``) and looks
+again only once the measured part has grown by a quarter (``LOOK_GROWTH``): on AR(1) series the
+stop then keeps its promise (tests/unit/test_adaptive.py; README, "Adaptive warmup and
+duration"). A block bootstrap would cost a thousand times the CPU, every look, on the host under
+test; batch medians cost one sort per look.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -30,8 +38,13 @@ WINDOW_ROUNDS = 5
 RANGE_LIMIT = 0.20
 SLOPE_LIMIT = 0.10
 BATCHES = 10
-# Student's t, two-sided 95 %, BATCHES - 1 = 9 degrees of freedom (tests check it against scipy).
-T95_BATCHES = 2.262157162798205
+# Student's t at 0.995 (a two-sided 99 % point), BATCHES - 1 = 9 degrees of freedom (tests check it
+# against scipy): what makes the stop's 95 % promise hold under repeated looks (module docstring).
+T_STOP = 3.2498355415921263
+# A batch spans at least this many times the correlation's reach.
+BATCH_REACH = 3
+# After a look, the next waits until the measured part is this much longer.
+LOOK_GROWTH = 1.25
 PRECISION = 0.01
 
 _EPSILON = 1e-9
@@ -88,12 +101,37 @@ def first_steady_window(averages: list[float | None], window: int = WINDOW_ROUND
 
 
 def batch_median_interval(values: list[float], batches: int = BATCHES) -> tuple[float, float]:
-    """The median of `values` and the half-width of its 95 % interval from `batches` batch medians."""
+    """The median of `values` and the half-width of its interval (T_STOP) from `batches` batch medians."""
     n = len(values)
     if n < batches:
         raise ValueError(f"{n} values cannot make {batches} batches")
     medians = [statistics.median(values[i * n // batches:(i + 1) * n // batches]) for i in range(batches)]
-    return statistics.median(values), T95_BATCHES * statistics.stdev(medians) / math.sqrt(batches)
+    return statistics.median(values), T_STOP * statistics.stdev(medians) / math.sqrt(batches)
+
+
+def correlation_reach(values: list[float]) -> float:
+    """How many intervals the series' correlation spans: (1 + r) / (1 - r), the integrated
+    autocorrelation time of a lag-1 process, for r the lag-1 autocorrelation corrected for its bias
+    (it reads low by about (1 + 3r) / n) and raised to its upper bound (two standard errors): a
+    short series that happens to look uncorrelated must not be believed."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    spread = math.fsum((v - mean) ** 2 for v in values)
+    r = math.fsum((a - mean) * (b - mean) for a, b in zip(values, values[1:])) / spread if spread else 0.0
+    r += (1 + 3 * r) / n
+    r += 2 * math.sqrt(max(0.0, 1 - r * r) / n)
+    r = min(max(r, 0.0), 0.995)
+    return (1 + r) / (1 - r)
+
+
+def precision_interval(values: list[float], min_batch: int = 1) -> tuple[float, float] | None:
+    """The median and the half-width of its interval from BATCHES batch medians, each batch at
+    least `min_batch` intervals and BATCH_REACH times the correlation's reach; None when the values
+    are too few for that (no precision can be claimed from them)."""
+    batch = max(min_batch, math.ceil(BATCH_REACH * correlation_reach(values)))
+    if len(values) < BATCHES * batch:
+        return None
+    return batch_median_interval(values)
 
 
 @dataclass(frozen=True)
@@ -119,8 +157,8 @@ class Rules:
 
     @property
     def batch_intervals(self) -> int:
-        """The fewest intervals in a batch: a round's worth, so that neighbours' correlation stays
-        inside batches; single intervals when duration_max cannot hold BATCHES such rounds."""
+        """The fewest intervals in a batch: a round's worth, single intervals when duration_max
+        cannot hold BATCHES such rounds (the measured correlation may ask for more)."""
         return round_intervals(self.report_interval_s, self.duration_s, BATCHES)
 
     @classmethod
@@ -152,6 +190,7 @@ class Watcher:
     ended_by: str | None = None
     half_width: float | None = None
     checks: int = 0
+    last_look: int = 0
 
     def __post_init__(self) -> None:
         if not self.rules.warmup_auto:
@@ -197,11 +236,13 @@ class Watcher:
             return
         values = self.measured()
         batch = rules.batch_intervals
-        if len(values) < BATCHES * batch or len(values) % batch:  # test once a round, on whole rounds
+        # On whole rounds, once there are ten batches, and again only when a quarter longer.
+        if len(values) < max(BATCHES * batch, LOOK_GROWTH * self.last_look) or len(values) % batch:
             return
         self.checks += 1
-        median, half = batch_median_interval(values)
-        self.half_width = half / median if median > 0 else None
+        self.last_look = len(values)
+        found = precision_interval(values, batch)
+        self.half_width = found[1] / found[0] if found is not None and found[0] > 0 else None
         if self.half_width is not None and self.half_width <= rules.precision:
             self.end_s, self.ended_by = t, "precision"
 
@@ -247,3 +288,46 @@ def replay(times: list[float], values: list[float], rules: Rules) -> Watcher:
         if watcher.feed(t, value):
             break
     return watcher
+
+
+@dataclass(frozen=True)
+class CoverageCell:
+    """How often the duration rule stopped on precision, and was right, on `series` simulated plateaus."""
+
+    phi: float
+    length: int
+    precision: float
+    series: int
+    stops: int              # stopped on precision
+    within_precision: int   # of those, the median within `precision` of the true one
+    inside_interval: int    # of those, the true median inside the interval reported
+
+
+def coverage(phis: tuple[float, ...], lengths: tuple[int, ...], precisions: tuple[float, ...], series: int,
+             seed: int, spread: float = 0.05) -> list[CoverageCell]:
+    """The duration rule's promise, measured: AR(1) plateaus around 1000 (intervals spreading by
+    `spread`, lag-1 correlation phi), each replayed through a Watcher with a fixed warmup of 0,
+    `length` intervals at most, duration_min 10 and `precision`; what it decided against the truth.
+    (tests/unit/test_adaptive.py checks it; bench/adaptive.py coverage prints it.)"""
+    rng = random.Random(seed)
+    cells = []
+    for phi in phis:
+        for length in lengths:
+            for precision in precisions:
+                rules = Rules(report_interval_s=1, warmup_s=0, duration_s=length, duration_auto=True,
+                              duration_min_s=10, precision=precision)
+                stops = within = inside = 0
+                for _ in range(series):
+                    state, values = rng.gauss(0, spread), []
+                    for _ in range(length):
+                        state = phi * state + rng.gauss(0, spread * math.sqrt(1 - phi * phi))
+                        values.append(1000.0 * (1 + state))
+                    decided = replay(list(range(1, length + 1)), values, rules)
+                    if decided.ended_by != "precision":
+                        continue
+                    median = statistics.median(decided.measured())
+                    stops += 1
+                    within += abs(median - 1000.0) <= precision * median
+                    inside += abs(median - 1000.0) <= (decided.half_width or 0.0) * median
+                cells.append(CoverageCell(phi, length, precision, series, stops, within, inside))
+    return cells
