@@ -10,7 +10,7 @@ record: the demo matrix (inventory/demo.yml: a dataset 3-6 times the buffer pool
 warmup and duration; every trial starts cold (the dataset restored, the page cache dropped, a
 fresh server), so there is a ramp to find.
 
-replay: per cell, the decisions innomatrix.steady takes on the recorded intervals (the code the
+replay: per cell, the decisions innomatrix_host.steady takes on the recorded intervals (the code the
 host runs), the driver time they save of warmup + duration, the wall time saved (the trial's own
 wall time less the driver seconds saved) and |median(auto) - median(full)| / median(full), where
 full is the cell's median over its fixed measured part ("full ±": that median's own interval,
@@ -50,8 +50,8 @@ import time
 from pathlib import Path
 
 import demo_matrix
-from innomatrix import steady
-from innomatrix.parse.sysbench import parse_output
+from innomatrix_host import steady
+from innomatrix_host.sysbench import parse_output
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

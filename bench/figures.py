@@ -42,12 +42,11 @@ import pandas as pd
 import scipy.stats
 import yaml
 
-from innomatrix.parse.sysbench import parse_output, summarize
+from innomatrix_host import runtime
+from innomatrix_host.sysbench import parse_output, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # remote_hosts.py: the remote hosts the e2e tests use
-import innomatrix_runtime as runtime  # noqa: E402  (stdlib-only, as shipped to the host)
 
 import demo_matrix  # noqa: E402  (beside this script)
 

@@ -3,7 +3,7 @@
 Builds tpcc-mysql from TPCC_MYSQL_SRC into a temporary directory, starts a private MariaDB
 (its own datadir and socket under /var/tmp, port 34992) and, for each --jobs value in turn,
 drops the tpcc database and loads --warehouses with that many tpcc_load processes at a time
-(module_utils/innomatrix_tpcc.py load(): create tables, loaders, keys and indexes, row-count
+(host/innomatrix_host/tpcc_tool.py load(): create tables, loaders, keys and indexes, row-count
 check). Rounds are interleaved (1,2,4,1,2,4 …) so that a busy moment on the machine does not
 fall on one jobs value only. Prints one line per load, then the median per jobs value;
 asserts nothing.

@@ -46,8 +46,10 @@ import numpy as np
 import pandas as pd
 
 from innomatrix import bounds, layout, mycnf, record, settings, tree
-from innomatrix.parse import ParseError, Samples, iostat, status, tpcc, vmstat
+from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
 from innomatrix.parse.fast_sysbench import parse_output_columns
+from innomatrix_host import tpcc
+from innomatrix_host.measured import EPSILON_S, first_measured_t
 
 STATUS_COUNTERS = (
     "Innodb_data_written", "Innodb_os_log_written", "Innodb_data_read", "Innodb_data_reads",
@@ -65,7 +67,6 @@ STATUS_GAUGES = (
 
 TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
 PARALLEL_FROM = 16
-_EPSILON_S = 1e-6
 NOT_APPLICABLE = layout.NOT_APPLICABLE
 _QUARTER_HOUR_S = 900
 # A collector starts just before the driver and stops just after it: a sample this far outside the
@@ -178,7 +179,7 @@ def assemble(run: Path, loaded: list[TrialData]) -> Frame:
             t_column[start:end] = t
             metric_codes[start:end] = code_of[name]
             value_column[start:end] = values
-            measured_column[start:end] = (t - interval >= warmup - _EPSILON_S) & (t <= last + _EPSILON_S)
+            measured_column[start:end] = (t >= first_measured_t(warmup, interval)) & (t <= last + EPSILON_S)
         trial_codes[trial_start:end] = code
     trial_ids = [trial.meta["trial"] for trial in loaded]
     # copy=False: pandas would otherwise copy every column and stack t with value, doubling the time.
@@ -300,7 +301,7 @@ def _on_the_trials_clock(t: np.ndarray, path: Path, meta: dict[str, Any]) -> Non
     first, last = meta["warmup_s"] + interval, meta["driver_last_t"]
     if meta["status"] != "ok" or last < first:
         return  # nothing measured: nothing to cover
-    inside = t[(t >= first - _EPSILON_S) & (t <= last + _EPSILON_S)]
+    inside = t[(t >= first_measured_t(meta["warmup_s"], interval)) & (t <= last + EPSILON_S)]
     if inside.size == 0:
         meta["marks"].append(f"{path.name}: no sample in the measured window ({first:g} to {last:g} s)")
     elif inside.min() > first + _CLOCK_SLACK_S or inside.max() < last - _CLOCK_SLACK_S:

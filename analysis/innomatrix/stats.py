@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from innomatrix import steady
+from innomatrix_host import steady
 from innomatrix.frame import NOT_APPLICABLE, Frame
-from innomatrix.parse import sysbench as sysbench_log
+from innomatrix_host import sysbench as sysbench_log
 
 THROUGHPUT = "driver.throughput"
 

@@ -10,21 +10,19 @@ mysql_config (libmariadb-dev-compat). About two minutes on a 2-core machine.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
 import secrets
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from innomatrix.parse import sysbench
-from innomatrix.parse import tpcc as tpcc_parse
+from innomatrix_host import runtime, sysbench
+from innomatrix_host import tpcc as tpcc_parse
+from innomatrix_host import tpcc_tool as tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = os.environ.get("TPCC_MYSQL_SRC")
@@ -43,18 +41,6 @@ MARIADB = {"server": "mariadbd", "client": "mariadb", "admin": "mariadb-admin",
            "install_db": ["mariadb-install-db", "--defaults-file={cnf}", "--auth-root-authentication-method=socket",
                           "--skip-test-db"]}
 OPTIONS = "[mysqld]\ninnodb_buffer_pool_size = 128M\ninnodb_log_file_size = 256M\ninnodb_flush_log_at_trx_commit = 2\n"
-
-
-def module_utils(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "module_utils" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-runtime = module_utils("innomatrix_runtime")
-tool = module_utils("innomatrix_tpcc")
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +105,7 @@ def test_load_and_run(base: Path, server: object, built: dict) -> None:
     assert run.wait(timeout=RAMPUP_S + DURATION_S + 120) == 0
 
     parsed = tpcc_parse.parse_output((logs / "tpcc_start.log").read_text())
-    summary = tpcc_parse.summarize(parsed, warmup_s=WARMUP_S, interval_s=INTERVAL_S, stall_flags=sysbench.stall_flags)
+    summary = tpcc_parse.summarize(parsed, warmup_s=WARMUP_S, interval_s=INTERVAL_S)
     print(f"tpcc_start: {summary['tpmc_tool']} TpmC (tool), {summary['tpmc_measured']} after the warmup, "
           f"flags {summary['flags']}")
     assert parsed["parameters"]["warehouses"] == WAREHOUSES and parsed["parameters"]["connections"] == CONNECTIONS

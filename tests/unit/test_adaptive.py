@@ -1,5 +1,5 @@
-"""The stopping rules of warmup=auto and duration=auto (innomatrix.steady, shipped to the host as
-module_utils/innomatrix_steady.py) on synthetic series, and the report's steady-state test agreeing
+"""The stopping rules of warmup=auto and duration=auto (innomatrix_host.steady, which runs on the
+host and in the report) on synthetic series, and the report's steady-state test agreeing
 with the host's."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from innomatrix import plan, stats, steady
+from innomatrix import plan, stats
+from innomatrix_host import steady
 from innomatrix.knobs import KnobError
 
 TRUE_MEDIAN = 1000.0

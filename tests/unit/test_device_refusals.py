@@ -1,4 +1,4 @@
-"""library/innomatrix_device_facts.py's verdict, refusals(): what it refuses and in which words,
+"""host/modules/innomatrix_device_facts.py's verdict, refusals(): what it refuses and in which words,
 from facts written here (tests/e2e/test_device_safety.py probes real loop devices)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("innomatrix_device_facts", ROOT / "library/innomatrix_device_facts.py")
+_spec = importlib.util.spec_from_file_location("innomatrix_device_facts", ROOT / "host/modules/innomatrix_device_facts.py")
 device_facts = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(device_facts)
 

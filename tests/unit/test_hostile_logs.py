@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix.parse import sysbench, tpcc
+from innomatrix_host import sysbench, tpcc
 from innomatrix.parse.fast_sysbench import parse_output_columns
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -3,18 +3,13 @@ the mark in their environment, and only those stopped (by pid)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("innomatrix_mounts", ROOT / "module_utils/innomatrix_mounts.py")
-mounts = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(mounts)
+from innomatrix_host import mounts
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""One definition per measure: the host's trial summary (parse/sysbench.summarize, in trial.json
+"""One definition per measure: the host's trial summary (innomatrix_host.sysbench.summarize, in trial.json
 and the end-of-play lines) and the report's tables (stats.cells) read the same intervals the same
 way: stalls, the median throughput, the median latency outside stalls, the error rate."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from innomatrix import frame, stats
-from innomatrix.parse import sysbench
+from innomatrix_host import sysbench
 from synth import Trial, steady, write_trial
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -56,7 +56,7 @@ def test_a_changed_definition_changes_both(tmp_path, monkeypatch) -> None:
 def test_tpcc_host_summary_and_report_agree_on_stalls_and_medians(tmp_path) -> None:
     """tpcc: an interval of 3 New-Orders among ~600 is a stall in the report; the host once
     counted only intervals with none (0 stalls here), so the two disagreed on the same trial."""
-    from innomatrix.parse import tpcc
+    from innomatrix_host import tpcc
 
     text = (FIXTURES / "tpcc" / "tpcc_start-2wh-4c.log").read_text()
     assert "  15, trx: 588," in text
@@ -73,7 +73,7 @@ def test_tpcc_host_summary_and_report_agree_on_stalls_and_medians(tmp_path) -> N
         "durations": {"warmup_s": 0, "measured_s": 30, "report_interval_s": 5},
     }))
     report = stats.cells(frame.load(tmp_path / "run", workers=1)).iloc[0].to_dict()
-    host = tpcc.summarize(tpcc.parse_output(text), 0, 5, stall_flags=sysbench.stall_flags)
+    host = tpcc.summarize(tpcc.parse_output(text), 0, 5)
     assert host["stall_intervals"] == report["stall_intervals"] == 1
     assert host["intervals_measured"] == report["intervals_measured"] == 6
     assert host["throughput_median"] == pytest.approx(report["throughput_median"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from innomatrix.parse import sysbench
+from innomatrix_host import sysbench
 from innomatrix.parse.fast_sysbench import _from_output, _in_bulk, parse_output_columns
 from trees import REAL_TINY, Trial, steady, write_trial
 

@@ -1,19 +1,18 @@
-"""innomatrix.parse.tpcc: tpcc_start output, the trial summary and redaction.
+"""innomatrix_host.tpcc: tpcc_start output, the trial summary and redaction.
 
 The fixtures are real tpcc-mysql outputs and two handmade ones (tests/fixtures/tpcc/README.md).
 """
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
 
-from innomatrix.parse import sysbench, tpcc
+from innomatrix_host import sysbench, tpcc
 
 # Stalls as the trial module judges them on the host: sysbench's rule, handed over.
-summarize = functools.partial(tpcc.summarize, stall_flags=sysbench.stall_flags)
+summarize = tpcc.summarize
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"
 

@@ -1,8 +1,7 @@
-"""Bringing a cell home: packed on the host, checked and published on the controller (module_utils)."""
+"""Bringing a cell home: packed on the host, checked and published on the controller (innomatrix_host.runtime)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import stat
@@ -10,11 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("innomatrix_runtime", ROOT / "module_utils/innomatrix_runtime.py")
-runtime = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(runtime)
+from innomatrix_host import runtime
 
 CELL = "db1/xfs/oltp/A/bp-64M/t4/r1"
 

@@ -1,19 +1,13 @@
-"""The target-side runtime (module_utils): the pieces that need no server or device."""
+"""The target-side runtime (innomatrix_host.runtime): the pieces that need no server or device."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import stat
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("innomatrix_runtime", ROOT / "module_utils/innomatrix_runtime.py")
-runtime = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(runtime)
+from innomatrix_host import runtime
 
 OLTP = {"tables": 4, "table_size": 1000}
 

@@ -1,4 +1,4 @@
-"""Unit tests for innomatrix.parse.smart (SMART / NVMe wear readings).
+"""Unit tests for innomatrix_host.smart (SMART / NVMe wear readings).
 
 The loop-device JSON was captured from smartctl 7.3 on this machine; the SATA,
 NVMe and nvme-cli documents are written to smartctl 7.3's and nvme-cli 2.3's
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from innomatrix.parse import smart
+from innomatrix_host import smart
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "smart"
 

@@ -1,4 +1,4 @@
-"""Unit tests for the fileio side of innomatrix.parse.sysbench.
+"""Unit tests for the fileio side of innomatrix_host.sysbench.
 
 Most tests read real sysbench 1.0.20 output captured on this machine (see
 tests/fixtures/sysbench/fileio/README.md); the 1.1 samples are hand-written
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix.parse import sysbench
+from innomatrix_host import sysbench
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sysbench" / "fileio"
 ALL_OUTPUTS = sorted(FIXTURES.glob("*.txt"))

@@ -1,8 +1,8 @@
-"""Unit tests for innomatrix.parse.sysbench (sysbench text output parser)."""
+"""Unit tests for innomatrix_host.sysbench (sysbench text output parser)."""
 
 import pytest
 
-from innomatrix.parse import sysbench
+from innomatrix_host import sysbench
 
 OLTP_COLON = (
     "[ 6s ] thds: 16 tps: 650.51 qps: 12938.26 (r/w/o: 9046.18/2592.05/1300.03) "

@@ -1,4 +1,4 @@
-"""module_utils/innomatrix_tpcc.py: the parts that need no server and no real tpcc-mysql.
+"""innomatrix_host.tpcc_tool: the parts that need no server and no real tpcc-mysql.
 
 The load orchestration runs against stand-in tpcc_load scripts and a stand-in SQL client; the
 real tools are exercised by tests/e2e/test_tpcc_tool.py.
@@ -6,20 +6,17 @@ real tools are exercised by tests/e2e/test_tpcc_tool.py.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from innomatrix_host import tpcc_tool as tpcc
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("innomatrix_tpcc", ROOT / "module_utils" / "innomatrix_tpcc.py")
-tpcc = importlib.util.module_from_spec(_spec)
-sys.modules["innomatrix_tpcc"] = tpcc  # dataclasses look their module up there
-_spec.loader.exec_module(tpcc)
+REPO = Path(__file__).resolve().parents[2]
 
 SECRET = "pa55-w0rd"
 CONN = tpcc.Connection(socket="/run/innomatrix/mysqld.sock", user="tpcc", password=SECRET)
@@ -332,7 +329,17 @@ def test_a_failed_build_names_its_log_and_may_be_retried(source: Path, tmp_path:
     assert tpcc.build(source, tmp_path / "build")["changed"] is True
 
 
-def test_the_build_command_line(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert tpcc.main(["build", str(source), str(tmp_path / "build")]) == 0
-    assert json.loads(capsys.readouterr().out)["changed"] is True
-    assert tpcc.main(["load"]) == 2
+def test_the_build_module_builds_once_through_ansible(source: Path, tmp_path: Path) -> None:
+    """innomatrix_tpcc_build run by Ansible itself (ad hoc, local): the module, its imports, its result."""
+    def run() -> dict[str, object]:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-o",
+             "-e", f"ansible_python_interpreter={sys.executable}", "-m", "innomatrix_tpcc_build",
+             "-a", f"src={source} build_dir={tmp_path / 'build'}"],
+            cwd=REPO, capture_output=True, text=True, check=False,
+            env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout.split("=>", 1)[1])
+    first, second = run(), run()
+    assert first["changed"] is True and second["changed"] is False
+    assert first["source_sha256"] == second["source_sha256"] and Path(str(first["tpcc_load"])).exists()

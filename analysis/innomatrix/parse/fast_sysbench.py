@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from innomatrix.parse.sysbench import (_ABSURD, _FILEIO_RE, _INTERVAL_PREFIX_RE, _OLTP_RE, PLAUSIBLE, interval_breaks,
-                                       parse_output)
+from innomatrix_host.numbers import ABSURD
+from innomatrix_host.sysbench import _FILEIO_RE, _INTERVAL_PREFIX_RE, _OLTP_RE, PLAUSIBLE, interval_breaks, parse_output
 
 # Beside "\n", what str.splitlines breaks lines at or str.strip strips in ASCII text.
 _OTHER_LINE_BREAKS_AND_SPACES = "\r\x0b\x0c\x1c\x1d\x1e\x1f"
@@ -135,7 +135,7 @@ def _numbers(rows: pa.Array, kind: str) -> dict[str, np.ndarray] | None:
             return None
     values = tokens.cast(pa.float64()).to_numpy()
     del tokens
-    if not (values < _ABSURD).all():
+    if not (values < ABSURD).all():
         return None  # parse_output refuses it, naming the line
     by_field = dict(zip(names, values.reshape(len(rows), len(names)).T.copy()))
     pcts = by_field.get("lat_pct")

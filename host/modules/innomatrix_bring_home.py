@@ -23,7 +23,7 @@ author: innomatrix
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.innomatrix_runtime import TrialError, unpack
+from ansible.module_utils.innomatrix_host.runtime import TrialError, unpack
 
 # The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
 ARGUMENT_SPEC = {

@@ -3,9 +3,9 @@
 OLTP and fileio runs are both covered: interval lines, the end-of-run summary,
 and the --histogram=on latency histogram.
 
-This file is also shipped to benchmark hosts as an Ansible ``module_utils``
-file (through a symlink), so it deliberately depends on the standard library
-only and never imports from the ``innomatrix`` package.
+It runs on benchmark hosts (the trial module's summary) and in the report:
+see innomatrix_host. Numbers are read through innomatrix_host.numbers, the
+measured intervals chosen by innomatrix_host.measured.
 
 Parsing is strict on purpose: a line that is recognisably a sysbench report
 line but carries a value we cannot read raises ``ValueError`` instead of being
@@ -24,33 +24,13 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from .measured import first_measured_t
+from .numbers import ABSURD, count, plausible, real
+
 # sysbench prints every rate and latency with printf("%4.2f") or similar, so a
 # plain unsigned decimal is the only legitimate number; "nan", "inf" or a
 # negative value means something went wrong and must not be accepted.
 _NUM = r"\d+(?:\.\d+)?"
-
-# Float noise allowance when comparing interval start times with the warmup.
-_EPSILON_S = 1e-6
-
-# No figure sysbench prints comes near this (7200 s at a million events/s is 7.2e9): a larger
-# one is a corrupted log, and float() would quietly turn 400 digits into inf.
-_ABSURD = 1e15
-
-
-def _count(text: str) -> int:
-    """A whole number sysbench printed; an absurd one raises ValueError."""
-    if len(text) > 16 or int(text) >= _ABSURD:
-        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
-    return int(text)
-
-
-def _real(text: str) -> float:
-    """A decimal sysbench printed; an absurd one (or one too large for a float) raises ValueError."""
-    value = float(text)
-    if not value < _ABSURD:
-        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
-    return value
-
 
 # The most any run prints per interval field, with room to spare: the fastest servers run about a
 # million transactions and a few million queries a second, the fastest devices tens of GiB/s.
@@ -68,9 +48,7 @@ PLAUSIBLE = {
 
 def _plausible(name: str, value: float) -> float:
     """An interval figure no run prints (see PLAUSIBLE) raises ValueError."""
-    if value > PLAUSIBLE.get(name, _ABSURD):
-        raise ValueError(f"{name} {value:g} is more than any run prints ({PLAUSIBLE[name]:g})")
-    return value
+    return plausible(name, value, PLAUSIBLE.get(name, ABSURD))
 
 # "[ 6s ] thds: 16 tps: ..." -- the lat part is optional because not every
 # reporter prints it, and some Lua reporters print "err/s 0.00" (no colon).
@@ -114,22 +92,22 @@ _PERCENTILE_LABEL_RE = re.compile(rf"(?P<pct>{_NUM})th percentile")
 # Summary label -> (value pattern, ((regex group, result key, converter), ...)).
 _FieldSpec = tuple[re.Pattern[str], tuple[tuple[str, str, Callable[[str], Any]], ...]]
 _SUMMARY_FIELDS: dict[str, _FieldSpec] = {
-    "transactions": (_COUNT_RATE_RE, (("count", "transactions", _count), ("rate", "tps", _real))),
-    "queries": (_COUNT_RATE_RE, (("count", "queries", _count), ("rate", "qps", _real))),
+    "transactions": (_COUNT_RATE_RE, (("count", "transactions", count), ("rate", "tps", real))),
+    "queries": (_COUNT_RATE_RE, (("count", "queries", count), ("rate", "qps", real))),
     "ignored errors": (
         _COUNT_RATE_RE,
-        (("count", "ignored_errors", _count), ("rate", "ignored_errors_s", _real)),
+        (("count", "ignored_errors", count), ("rate", "ignored_errors_s", real)),
     ),
     "reconnects": (
         _COUNT_RATE_RE,
-        (("count", "reconnects", _count), ("rate", "reconnects_s", _real)),
+        (("count", "reconnects", count), ("rate", "reconnects_s", real)),
     ),
     # 1.0 says "total time" under General statistics, 1.1 "time elapsed"
     # under Throughput; both are the wall time of the run.
-    "total time": (_SECONDS_RE, (("value", "total_time_s", _real),)),
-    "time elapsed": (_SECONDS_RE, (("value", "total_time_s", _real),)),
-    "total number of events": (_INT_RE, (("value", "events", _count),)),
-    "events/s (eps)": (_FLOAT_RE, (("value", "events_s", _real),)),
+    "total time": (_SECONDS_RE, (("value", "total_time_s", real),)),
+    "time elapsed": (_SECONDS_RE, (("value", "total_time_s", real),)),
+    "total number of events": (_INT_RE, (("value", "events", count),)),
+    "events/s (eps)": (_FLOAT_RE, (("value", "events_s", real),)),
 }
 
 # fileio's summary blocks. 1.0.20 prints "File operations:" (reads/s ...) and
@@ -140,16 +118,16 @@ _IOPS_RE = re.compile(rf"IOPS=(?P<iops>{_NUM})\s+(?P<mib_s>{_NUM}) MiB/s\s+\({_N
 _FSYNC_IOPS_RE = re.compile(rf"IOPS=(?P<iops>{_NUM})")
 _SECTION_FIELDS: dict[str, dict[str, _FieldSpec]] = {
     "File operations": {
-        "reads/s": (_FLOAT_RE, (("value", "read_iops", _real),)),
-        "writes/s": (_FLOAT_RE, (("value", "write_iops", _real),)),
-        "fsyncs/s": (_FLOAT_RE, (("value", "fsyncs_s", _real),)),
+        "reads/s": (_FLOAT_RE, (("value", "read_iops", real),)),
+        "writes/s": (_FLOAT_RE, (("value", "write_iops", real),)),
+        "fsyncs/s": (_FLOAT_RE, (("value", "fsyncs_s", real),)),
     },
     "Throughput": {
-        "read, MiB/s": (_FLOAT_RE, (("value", "read_mib_s", _real),)),
-        "written, MiB/s": (_FLOAT_RE, (("value", "write_mib_s", _real),)),
-        "read": (_IOPS_RE, (("iops", "read_iops", _real), ("mib_s", "read_mib_s", _real))),
-        "write": (_IOPS_RE, (("iops", "write_iops", _real), ("mib_s", "write_mib_s", _real))),
-        "fsync": (_FSYNC_IOPS_RE, (("iops", "fsyncs_s", _real),)),
+        "read, MiB/s": (_FLOAT_RE, (("value", "read_mib_s", real),)),
+        "written, MiB/s": (_FLOAT_RE, (("value", "write_mib_s", real),)),
+        "read": (_IOPS_RE, (("iops", "read_iops", real), ("mib_s", "read_mib_s", real))),
+        "write": (_IOPS_RE, (("iops", "write_iops", real), ("mib_s", "write_mib_s", real))),
+        "fsync": (_FSYNC_IOPS_RE, (("iops", "fsyncs_s", real),)),
     },
 }
 
@@ -174,8 +152,8 @@ def _convert(
     match: re.Match[str], int_fields: tuple[str, ...], float_fields: tuple[str, ...]
 ) -> dict[str, Any]:
     """Turn named regex groups into typed values so callers never see strings."""
-    values: dict[str, Any] = {name: _count(match[name]) for name in int_fields}
-    values.update({name: _real(match[name]) for name in float_fields})
+    values: dict[str, Any] = {name: count(match[name]) for name in int_fields}
+    values.update({name: real(match[name]) for name in float_fields})
     for name, value in values.items():
         _plausible(name, value)
     return values
@@ -185,10 +163,10 @@ def _latency(match: re.Match[str]) -> dict[str, float | None]:
     """Latency of one interval; None when the line carries no latency part."""
     if match["lat_ms"] is None:
         return {"lat_ms": None, "lat_pct": None}
-    pct = _real(match["lat_pct"])
+    pct = real(match["lat_pct"])
     if not 0 < pct <= 100:
         raise ValueError(f"latency percentile {pct:g}% is not a percentile")
-    return {"lat_ms": _plausible("lat_ms", _real(match["lat_ms"])), "lat_pct": pct}
+    return {"lat_ms": _plausible("lat_ms", real(match["lat_ms"])), "lat_pct": pct}
 
 
 def parse_interval(line: str) -> dict[str, Any] | None:
@@ -240,12 +218,12 @@ def _summary_field(label: str, value: str, section: str | None) -> dict[str, Any
             number = _FLOAT_RE.fullmatch(value)
             if number is None:
                 raise ValueError("malformed latency value")
-            return {_LATENCY_FIELDS[label]: _real(number["value"])}
+            return {_LATENCY_FIELDS[label]: real(number["value"])}
         if pct := _PERCENTILE_LABEL_RE.fullmatch(label):
             number = _FLOAT_RE.fullmatch(value)
             if number is None:
                 raise ValueError("malformed latency percentile value")
-            return {"latency_pct": _real(pct["pct"]), "latency_pct_ms": _real(number["value"])}
+            return {"latency_pct": real(pct["pct"]), "latency_pct_ms": real(number["value"])}
     spec = _SECTION_FIELDS.get(section or "", {}).get(label) or _SUMMARY_FIELDS.get(label)
     if spec is None:
         return None
@@ -316,7 +294,7 @@ def parse_histogram(text: str) -> list[tuple[float, int]] | None:
         if match is None:
             raise ValueError(f"line {number}: malformed histogram row: {raw_line!r}")
         try:
-            rows.append((_real(match["value"]), _count(match["count"])))
+            rows.append((real(match["value"]), count(match["count"])))
         except ValueError as exc:
             raise ValueError(f"line {number}: {exc}: {raw_line!r}") from None
     if rows is not None:
@@ -427,9 +405,9 @@ def parse_header(text: str) -> dict[str, Any]:
         if stripped == _HEADER_END or _INTERVAL_PREFIX_RE.search(stripped):
             break
         if header["threads"] is None and (found := _HEADER_THREADS_RE.fullmatch(stripped)):
-            header["threads"] = _count(found[1])
+            header["threads"] = count(found[1])
         elif header["report_interval_s"] is None and (found := _HEADER_INTERVAL_RE.fullmatch(stripped)):
-            header["report_interval_s"] = _real(found[1])
+            header["report_interval_s"] = real(found[1])
     return header
 
 
@@ -504,13 +482,8 @@ def _measured(
     measured only if it starts at or after warmup_s, so no warmup second
     leaks into the figures.
     """
-    if report_interval_s <= 0:
-        raise ValueError(f"report_interval_s must be positive, got {report_interval_s}")
-    return [
-        interval
-        for interval in intervals
-        if interval["t"] - report_interval_s >= warmup_s - _EPSILON_S
-    ]
+    first = first_measured_t(warmup_s, report_interval_s)
+    return [interval for interval in intervals if interval["t"] >= first]
 
 
 def _interval_latency(measured: list[dict[str, Any]], stalls: list[bool]) -> tuple[float | None, float | None]:

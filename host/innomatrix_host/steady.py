@@ -2,8 +2,7 @@
 the trial applies live on the benchmark host (warmup=auto, duration=auto) and the report applies
 after the fact (the steady-state table), in one place.
 
-This file is also shipped to benchmark hosts as an Ansible ``module_utils`` file (through a
-symlink), so it depends on the standard library only and never imports from ``innomatrix``.
+Part of innomatrix_host: the same file runs on the host and in the report.
 
 Steady state (SNIA PTS style): throughput is averaged into rounds of whole intervals; a window of
 ``window`` consecutive rounds is steady when its range (max - min) is within ``range_limit`` of
@@ -32,6 +31,8 @@ import random
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from .measured import first_measured_t
 
 ROUND_INTERVALS = 10   # the seeds' 10 s rounds at a 1 s report interval
 WINDOW_ROUNDS = 5
@@ -223,8 +224,10 @@ class Watcher:
             self.measure_start_s, self.warmup_decided_by = rules.warmup_s, "max"
 
     def measured(self) -> list[float]:
-        start, interval = self.measure_start_s, self.rules.report_interval_s
-        return [v for t, v in zip(self.times, self.values) if start is not None and t - interval >= start - _EPSILON]
+        if self.measure_start_s is None:
+            return []
+        first = first_measured_t(self.measure_start_s, self.rules.report_interval_s)
+        return [v for t, v in zip(self.times, self.values) if t >= first]
 
     def _watch_duration(self, t: float) -> None:
         rules = self.rules

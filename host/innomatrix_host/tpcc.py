@@ -1,7 +1,8 @@
 """Parse tpcc-mysql's ``tpcc_start`` output into plain dicts, summarise a trial, redact logs.
 
-This file is also shipped to benchmark hosts as an Ansible ``module_utils`` file (through a
-symlink), so it depends on the standard library only and never imports from ``innomatrix``.
+It runs on benchmark hosts (the trial module's summary) and in the report: see innomatrix_host.
+Numbers are read through innomatrix_host.numbers, the measured intervals chosen and stalls judged
+as for sysbench (innomatrix_host.measured, sysbench.stall_flags).
 
 The formats are the printf calls of tpcc-mysql's ``src/main.c`` (Percona-Lab/tpcc-mysql):
 the ``<Parameters>`` echo, one interval line every ``-i`` seconds after ``MEASURING START.``,
@@ -23,6 +24,10 @@ import re
 import statistics
 from collections.abc import Callable
 from typing import Any
+
+from . import sysbench
+from .measured import first_measured_t
+from .numbers import count, plausible, real
 
 # The transactions in tpcc-mysql's index order ([0]-[4] in the result tables).
 TRANSACTIONS = ("new_order", "payment", "order_status", "delivery", "stock_level")
@@ -100,9 +105,6 @@ REDACTED = "***"
 _ECHOES = (re.compile(r"^(option p with value ').*(')(?=\r?$)", re.MULTILINE),
            re.compile(r"^(\s*\[pass\]: )[^\r\n]*()(?=\r?$)", re.MULTILINE))
 
-# Float noise allowance when comparing interval start times with the warmup.
-_EPSILON_S = 1e-6
-
 
 def redact(text: str, secret: str) -> str:
     """The text with the password tpcc-mysql echoes replaced by ``***``.
@@ -116,24 +118,6 @@ def redact(text: str, secret: str) -> str:
     return text.replace(secret, REDACTED) if secret else text
 
 
-# No figure tpcc_start prints comes near this: a larger one is a corrupted log, and float()
-# would quietly turn 400 digits into inf (and int arithmetic on it overflow a float).
-_ABSURD = 1e15
-
-
-def _count(text: str) -> int:
-    if len(text) > 16 or int(text) >= _ABSURD:
-        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
-    return int(text)
-
-
-def _real(text: str) -> float:
-    value = float(text)
-    if not value < _ABSURD:
-        raise ValueError(f"absurd number {text[:20]}{'...' if len(text) > 20 else ''}")
-    return value
-
-
 # The most an interval line's figures can be, with room to spare (a New-Order count is of one
 # interval: ten million a second for a minute is far beyond any server): a larger one is a
 # damaged log, refused where it is read, as an absurd number is.
@@ -142,15 +126,12 @@ PLAUSIBLE_MS = 1e7  # under three hours a transaction
 
 
 def _plausible(name: str, value: float) -> float:
-    limit = PLAUSIBLE_MS if name.endswith("_ms") else PLAUSIBLE_COUNT
-    if name != "t" and value > limit:
-        raise ValueError(f"{name} {value:g} is more than any run prints ({limit:g})")
-    return value
+    return value if name == "t" else plausible(name, value, PLAUSIBLE_MS if name.endswith("_ms") else PLAUSIBLE_COUNT)
 
 
 def _number(text: str) -> float | None:
     """What printf("%.3f") printed: nan and inf (0/0, x/0) are None, a number must be sane."""
-    return None if text.lstrip("-") in ("nan", "inf") else _real(text)
+    return None if text.lstrip("-") in ("nan", "inf") else real(text)
 
 
 class _Reader:
@@ -214,7 +195,7 @@ class _Reader:
             if _INTERVAL_PREFIX_RE.match(line):
                 raise ValueError(f"malformed interval line: {line!r}")
             return
-        interval = {name: _plausible(name, _count(value) if name == "t" or name.endswith("_count") else _real(value))
+        interval = {name: _plausible(name, count(value) if name == "t" or name.endswith("_count") else real(value))
                     for name, value in found.groupdict().items()}
         step = self.intervals[0]["t"] if self.intervals else interval["t"]
         due = (len(self.intervals) + 1) * step
@@ -224,15 +205,15 @@ class _Reader:
 
     def raw_row(self, line: str) -> None:
         if measured := _MEASURED_RE.fullmatch(line):
-            self.measured_s = _count(measured["seconds"])
+            self.measured_s = count(measured["seconds"])
             return
         row = _RAW_RE.fullmatch(line)
         if row is None:
             raise ValueError(f"malformed <Raw Results> row: {line!r}")
         self.final[self.transaction(row, self.final)] = {
-            "success": _count(row["success"]), "late": _count(row["late"]), "retry": _count(row["retry"]),
-            "failure": _count(row["failure"]), "avg_rt_ms": _number(row["avg_rt_ms"]),
-            "rt_limit_ms": _count(row["rt_limit_ms"]),
+            "success": count(row["success"]), "late": count(row["late"]), "retry": count(row["retry"]),
+            "failure": count(row["failure"]), "avg_rt_ms": _number(row["avg_rt_ms"]),
+            "rt_limit_ms": count(row["rt_limit_ms"]),
         }
 
     def raw_by_thread_row(self, line: str) -> None:
@@ -240,7 +221,7 @@ class _Reader:
         if row is None:
             raise ValueError(f"malformed <Raw Results2(sum ver.)> row: {line!r}")
         self.final_by_thread[self.transaction(row, self.final_by_thread)] = {
-            name: _count(row[name]) for name in ("success", "late", "retry", "failure")}
+            name: count(row[name]) for name in ("success", "late", "retry", "failure")}
 
     @staticmethod
     def transaction(row: re.Match[str], table: dict[str, Any]) -> str:
@@ -294,7 +275,7 @@ def interval_rate(line: str) -> tuple[int, int] | None:
     """(t, New-Orders) of one interval line as tpcc_start prints it, None for any other line: what
     an adaptive trial watches while the driver runs (the whole log is parsed afterwards)."""
     found = _INTERVAL_RE.fullmatch(line)
-    return (_count(found["t"]), _count(found["new_order_count"])) if found else None
+    return (count(found["t"]), count(found["new_order_count"])) if found else None
 
 
 def parse_output(text: str, stopped: bool = False) -> dict[str, Any]:
@@ -369,8 +350,7 @@ def _tool_agreement(parsed: dict[str, Any]) -> tuple[int | None, str | None]:
     return (round(beyond) if beyond > slack else 0), None
 
 
-def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float, *,
-              stall_flags: Callable[[list[float]], list[bool]]) -> dict[str, Any]:
+def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dict[str, Any]:
     """Summarise one trial from ``parse_output``'s result, ignoring the warmup.
 
     Times are seconds since MEASURING START (tpcc_start's ramp-up, -r, prints no interval).
@@ -385,19 +365,18 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float, *,
     is recorded but does not invalidate: ``response_time_ng`` (tpcc-mysql runs without think
     time, so its response-time checks usually fail), ``sql_errors`` (retried statements),
     ``new_orders_after_last_interval`` (see ``tpmc_tool_beyond_intervals``) and
-    ``stall_intervals``. Which intervals are stalls is the caller's ``stall_flags`` (sysbench's,
-    which the report uses too: this module ships alone to the host, so it is handed over), applied
-    to the New-Order rate; latency medians leave stalls out.
+    ``stall_intervals``. Which intervals are stalls is sysbench.stall_flags' judgement (the one the
+    report applies too), on the New-Order rate; latency medians leave stalls out.
     """
     if interval_s <= 0:
         raise ValueError(f"interval_s must be positive, got {interval_s}")
     if parsed["interval_s"] is not None and parsed["interval_s"] != interval_s:
         raise ValueError(f"the output reports every {parsed['interval_s']} s, not every {interval_s} s")
-    measured = [interval for interval in parsed["intervals"]
-                if interval["t"] - interval_s >= warmup_s - _EPSILON_S]
+    first = first_measured_t(warmup_s, interval_s)
+    measured = [interval for interval in parsed["intervals"] if interval["t"] >= first]
     measured_new_orders = sum(interval["new_order_count"] for interval in measured)
     whole_run_new_orders = sum(interval["new_order_count"] for interval in parsed["intervals"])
-    stalled = stall_flags([float(interval["new_order_count"]) for interval in measured])
+    stalled = sysbench.stall_flags([float(interval["new_order_count"]) for interval in measured])
     busy = [interval for interval, stall in zip(measured, stalled) if not stall]
     stalls = sum(stalled)
 

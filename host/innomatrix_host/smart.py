@@ -5,9 +5,8 @@ The lifespan post read Intel's Media_Wearout_Indicator and Available_Reservd_Spa
 the wear it caused; wear() and nvme_wear() pull those readings out and delta()
 subtracts two of them.
 
-This file is also shipped to benchmark hosts as an Ansible ``module_utils``
-file (innomatrix_smart.py, through a symlink) and run by the target's plain
-python3, so it depends on the standard library only. snapshot() never raises:
+Part of innomatrix_host (the standard library only, run by the target's
+plain python3). snapshot() never raises:
 a device without SMART (a loop device, a virtio disk) or a host without
 smartctl must leave a note, not fail the benchmark.
 """

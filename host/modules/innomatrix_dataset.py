@@ -37,9 +37,9 @@ import time
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils import innomatrix_tpcc as tpcc
-from ansible.module_utils.innomatrix_mounts import mark_started_processes
-from ansible.module_utils.innomatrix_runtime import (
+from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
+from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
+from ansible.module_utils.innomatrix_host.runtime import (
     Server, TrialError, bench_credentials, fileio_argv, iso, publish, server_tmpdir, staging, run, sysbench_argv, tail, utcnow,
     write_cnf, write_driver_config, write_json,
 )

@@ -24,8 +24,8 @@ import json
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.innomatrix_runtime import TrialError, append_record
-from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
+from ansible.module_utils.innomatrix_host.runtime import TrialError, append_record
+from ansible.module_utils.innomatrix_host.smart import snapshot, snapshot_delta
 
 
 # The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).

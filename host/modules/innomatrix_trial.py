@@ -12,7 +12,7 @@ description:
     cell directory atomically with its trial.json.
   - A cell with warmup=auto or duration=auto (cell.auto) watches the driver's intervals as they are
     printed, starts measuring at the first steady window and stops the driver once the median is
-    known to the precision asked (innomatrix_steady), and records what it decided and why.
+    known to the precision asked (innomatrix_host.steady), and records what it decided and why.
   - A fileio cell runs sysbench fileio on the prepared test files with vmstat and iostat beside
     it and no server, and records the device's SMART or NVMe health before and after.
   - One module call instead of a task per step keeps Ansible's fixed cost per cell near 1 s.
@@ -42,17 +42,17 @@ import time
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils import innomatrix_tpcc as tpcc
-from ansible.module_utils import innomatrix_tpcc_parse as tpcc_parse
-from ansible.module_utils.innomatrix_mounts import mark_started_processes
-from ansible.module_utils.innomatrix_runtime import (
+from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
+from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
+from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
+from ansible.module_utils.innomatrix_host.runtime import (
     Collectors, Server, TrialError, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore,
     server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
-from ansible.module_utils.innomatrix_smart import snapshot, snapshot_delta
-from ansible.module_utils.innomatrix_steady import Rules, Watcher
-from ansible.module_utils.innomatrix_sysbench import (
-    INCOMPLETE_LOG, parse_interval, parse_output, stall_flags, summarize, summarize_fileio,
+from ansible.module_utils.innomatrix_host.smart import snapshot, snapshot_delta
+from ansible.module_utils.innomatrix_host.steady import Rules, Watcher
+from ansible.module_utils.innomatrix_host.sysbench import (
+    INCOMPLETE_LOG, parse_interval, parse_output, summarize, summarize_fileio,
 )
 
 # What trial.json says about the cell: a server cell has a variant and a buffer pool, a fileio
@@ -121,7 +121,7 @@ def start_clock(cell: dict, trial: dict) -> None:
 
 def follow_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict) -> None:
     """An adaptive trial (warmup=auto, duration=auto): read the intervals as the driver prints them,
-    start measuring and stop the driver when the rules say so (innomatrix_steady.Watcher, the
+    start measuring and stop the driver when the rules say so (steady.Watcher, the
     rules the report applies). The driver is stopped right after an interval line, so every line
     it printed is whole and kept; it prints no end-of-run summary (sysbench) or final tables
     (tpcc_start) then, which trial.json explains (durations.adaptive.stopped_driver). A driver that
@@ -293,8 +293,7 @@ def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
     transaction mix makes the trial invalid, a [NG] response time is a recorded flag."""
     try:
         parsed = tpcc_parse.parse_output(text, stopped=stopped_by_suite(trial))
-        summary = tpcc_parse.summarize(parsed, trial["durations"]["warmup_s"], cell["report_interval"],
-                                       stall_flags=stall_flags)
+        summary = tpcc_parse.summarize(parsed, trial["durations"]["warmup_s"], cell["report_interval"])
     except ValueError as exc:
         trial["status"] = "failed"
         trial["reasons"].append(f"driver.log cannot be read: {exc}")

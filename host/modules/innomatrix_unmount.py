@@ -19,7 +19,7 @@ author: innomatrix
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.innomatrix_mounts import holders, is_mounted, unmount
+from ansible.module_utils.innomatrix_host.mounts import holders, is_mounted, unmount
 
 
 # The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).

@@ -1,6 +1,6 @@
 """What runs on the benchmark host during a trial: the server, the collectors, the clock.
 
-Shipped to the target as Ansible module_utils, so: standard library only, no project imports.
+Part of innomatrix_host: the standard library only.
 Every process started here gets its own session, so that cleanup can end it and all its
 children by process group, and so that a Ctrl-C aimed at ansible-playbook reaches this
 code's `finally:` first instead of killing mysqld half-way through a write.
@@ -36,10 +36,14 @@ def iso(moment: dt.datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-# innomatrix_tpcc._tail is its twin for text; module_utils cannot import one another.
+def tail_text(text: str, lines: int = 5) -> str:
+    """The last lines of a tool's output on one line, for a reason or an error."""
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
 def tail(path: Path, lines: int = 5) -> str:
     try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+        return tail_text(path.read_text(errors="replace"), lines)
     except OSError:
         return ""
 

@@ -1,9 +1,9 @@
 """Who holds a mount point, and an unmount that says so instead of "target is busy".
 
-Shipped to the target as Ansible module_utils, so: standard library only, no project imports.
+Part of innomatrix_host: the standard library only.
 Holders are found from /proc (working directory, root, executable, open files, mapped files),
 never guessed from process names. Only processes the suite itself started — they carry
-STARTED_BY in their environment, set by innomatrix_runtime.mark_started_processes — are
+STARTED_BY in their environment, set by runtime.mark_started_processes — are
 stopped, by pid; anyone else's process is named and left alone.
 """
 

@@ -20,7 +20,7 @@ author: innomatrix
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.innomatrix_runtime import TrialError, append_record
+from ansible.module_utils.innomatrix_host.runtime import TrialError, append_record
 
 
 # The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).

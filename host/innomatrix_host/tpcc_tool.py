@@ -1,8 +1,8 @@
 """tpcc-mysql on the benchmark host: build it, load a dataset with parallel loaders, run the driver.
 
-Shipped to the target as Ansible module_utils and run there as a script by the tpcc role
-(``python3 innomatrix_tpcc.py build SRC BUILD_DIR``), so: standard library only, no project
-imports. SQL goes through a ``client(sql) -> str`` callable the caller provides (rows
+Part of innomatrix_host (the standard library only); the tpcc role builds through the
+innomatrix_tpcc_build module, the dataset and trial modules load and run through here. SQL goes
+through a ``client(sql) -> str`` callable the caller provides (rows
 tab-separated, no column names, as ``mysql -N -B`` prints them), so this file does not depend
 on how the server is run.
 
@@ -27,7 +27,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -35,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-REDACTED = "***"
+from .runtime import tail_text
+from .tpcc import redact
 
 # tpcc_load copies user, password and database into 51-byte buffers with strncpy: a longer
 # value is cut (and left unterminated), so it could never log in.
@@ -91,11 +91,7 @@ class Connection:
     def shown(self, argv: list[str]) -> str:
         """A command line fit for a log or a record: the password replaced."""
         # Argument by argument: shlex may quote a password so that it no longer reads as itself.
-        return shlex.join(redact_secret(arg, self.password) for arg in argv)
-
-
-def redact_secret(text: str, secret: str) -> str:
-    return text.replace(secret, REDACTED) if secret else text
+        return shlex.join(redact(arg, self.password) for arg in argv)
 
 
 class LoadJob(NamedTuple):
@@ -190,7 +186,7 @@ def build(src: Path, build_dir: Path) -> dict[str, Any]:
                           capture_output=True, text=True)
     (build_dir / "build.log").write_text(make.stdout + make.stderr)
     if make.returncode != 0:
-        raise TpccError(f"make exited {make.returncode}; see {build_dir / 'build.log'}: {_tail(make.stdout + make.stderr)}")
+        raise TpccError(f"make exited {make.returncode}; see {build_dir / 'build.log'}: {tail_text(make.stdout + make.stderr, 3)}")
     record = {
         "src": str(src), "bin_dir": str(build_dir), "tpcc_load": str(build_dir / "tpcc_load"),
         "tpcc_start": str(build_dir / "tpcc_start"), "commit": commit, "source_sha256": fingerprint, "libs": libs,
@@ -223,7 +219,7 @@ class LoggedProcess:
         assert self.proc.stdout is not None
         with self.proc.stdout as raw, open(self.log, "w", encoding="utf-8", errors="replace") as out:
             for line in raw:
-                out.write(redact_secret(line.decode("utf-8", errors="replace"), secret))
+                out.write(redact(line.decode("utf-8", errors="replace"), secret))
                 out.flush()
 
     def poll(self) -> int | None:
@@ -256,13 +252,6 @@ class LoggedProcess:
             except subprocess.TimeoutExpired:
                 continue
         self.copier.join(timeout=_STOP_GRACE_S)
-
-
-# innomatrix_runtime.tail's twin, for text rather than a file: this file runs alone on the host
-# (the tpcc role runs it as a script) and module_utils import only the standard library
-# (tests/unit/test_module_utils.py), so it cannot import innomatrix_runtime.
-def _tail(text: str, lines: int = 3) -> str:
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
 
 # ---------------------------------------------------------------- load
@@ -351,7 +340,7 @@ def _run_loaders(bin_dir: Path, conn: Connection, warehouses: int, jobs: int, lo
                 finished[job] = _job_record(job, proc, code, began, conn)
                 if code != 0:
                     failure = (f"tpcc_load {PARTS[job.part]}, warehouses {job.min_wh}-{job.max_wh}, exited {code}; "
-                               f"see {proc.log}: {_tail(proc.log.read_text(errors='replace'))}")
+                               f"see {proc.log}: {tail_text(proc.log.read_text(errors='replace'), 3)}")
             if failure is None and running and time.monotonic() > deadline:
                 failure = f"the load did not finish within {timeout_s:.0f} s; see the tpcc_load logs in {log_dir}"
             time.sleep(_POLL_S if running else 0)
@@ -436,23 +425,3 @@ def load(bin_dir: Path, conn: Connection, warehouses: int, jobs: int, log_dir: P
         "load_s": round(ended - started, 3), "warehouses_per_min": round(warehouses * 60 / (ended - started), 3),
         "row_counts": counts,
     }
-
-
-# ---------------------------------------------------------------- the tpcc role's entry point
-
-
-def main(argv: list[str]) -> int:
-    """``build SRC BUILD_DIR``: build() on the target, its result as JSON on stdout."""
-    if len(argv) != 3 or argv[0] != "build":
-        print("usage: innomatrix_tpcc.py build SRC BUILD_DIR", file=sys.stderr)
-        return 2
-    try:
-        print(json.dumps(build(Path(argv[1]), Path(argv[2])), sort_keys=True))
-    except TpccError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,1 +1,0 @@
-../analysis/innomatrix/parse/tpcc.py

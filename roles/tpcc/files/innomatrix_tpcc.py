@@ -1,1 +1,0 @@
-../../../module_utils/innomatrix_tpcc.py
