@@ -9,7 +9,16 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from innomatrix import mycnf, plan, results
-from innomatrix.knobs import KnobError
+from innomatrix.knobs import KnobError, picked
+
+
+def innomatrix_knobs(host_vars: Mapping) -> dict:
+    """The matrix knobs out of a host's variables (hostvars[inventory_hostname]), by the plan's
+    one list of them (innomatrix.knobs.KNOBS), so no playbook lists them again."""
+    try:
+        return picked(host_vars)
+    except KnobError as exc:
+        raise AnsibleFilterError(str(exc)) from None
 
 
 def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str) -> dict:
@@ -29,6 +38,10 @@ def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dic
         return plan.expand(knobs, plan.context(facts, cnf_dir), results.finished(run_dir))
     except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
         raise AnsibleFilterError(str(exc)) from None
+
+
+def innomatrix_plan_record(the_plan: dict) -> dict:
+    return plan.recorded(the_plan)
 
 
 def innomatrix_detach(cell: dict, grace: int) -> dict:
@@ -59,7 +72,7 @@ def innomatrix_unfinished(gone: list) -> list[str]:
         if not plan:
             lines.append(f"{host} did not finish: it stopped before it had a plan")
             continue
-        failed = results.outcomes(plan, facts["settings"]["run_dir"])["failed"]
+        failed = results.outcomes(plan, facts["setup"]["run_dir"])["failed"]
         lines.append(f"{host} did not finish: {len(failed)} cell(s) without a finished trial"
                      + (f": {'; '.join(failed)}" if failed else ""))
     return lines
@@ -88,9 +101,11 @@ def _clock(seconds: float) -> str:
 class FilterModule:
     def filters(self):
         return {
+            "innomatrix_knobs": innomatrix_knobs,
             "innomatrix_plan": innomatrix_plan,
             "innomatrix_check_knobs": innomatrix_check_knobs,
             "innomatrix_plan_lines": innomatrix_plan_lines,
+            "innomatrix_plan_record": innomatrix_plan_record,
             "innomatrix_detach": innomatrix_detach,
             "innomatrix_known_options": innomatrix_known_options,
             "innomatrix_outcomes": innomatrix_outcomes,

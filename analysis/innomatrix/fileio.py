@@ -60,17 +60,17 @@ def _counts(name: str, value: Any) -> list[int]:
 
 def normalise(knobs: dict[str, Any]) -> dict[str, Any]:
     """The fileio knobs in canonical form; raises KnobError naming the bad one."""
-    tests = k.choose("fileio_tests", k.as_list("fileio_tests", knobs.get("fileio_tests")), list(SUBTESTS))
-    block_size = k.parse_size("fileio_block_size", knobs.get("fileio_block_size"))
-    block_sizes = sorted(_sizes("fileio_block_sizes", knobs.get("fileio_block_sizes")))
+    tests = k.choose("fileio_tests", k.as_list("fileio_tests", k.value(knobs, "fileio_tests")), list(SUBTESTS))
+    block_size = k.parse_size("fileio_block_size", k.value(knobs, "fileio_block_size"))
+    block_sizes = sorted(_sizes("fileio_block_sizes", k.value(knobs, "fileio_block_sizes")))
     for size in (block_size, *block_sizes):
         if size % 512:
             raise k.KnobError(f"fileio block size {size} is not a multiple of 512 bytes; O_DIRECT needs whole sectors")
-    total = k.parse_size("fileio_total_size", knobs.get("fileio_total_size"))
+    total = k.parse_size("fileio_total_size", k.value(knobs, "fileio_total_size"))
     largest = max(block_size, *block_sizes, SEQUENTIAL_BLOCK_BYTES)
     if total < FILE_NUM * largest:
         raise k.KnobError(
-            f"fileio_total_size={knobs.get('fileio_total_size')} is too small for {FILE_NUM} files of at least "
+            f"fileio_total_size={k.value(knobs, 'fileio_total_size')} is too small for {FILE_NUM} files of at least "
             f"one {k.size_label(largest)} block each; give at least {k.size_label(FILE_NUM * largest)}"
         )
     return {
@@ -79,9 +79,9 @@ def normalise(knobs: dict[str, Any]) -> dict[str, Any]:
         "file_num": FILE_NUM,
         "block_size": block_size,
         "block_sizes": block_sizes,
-        "threads_max": k.positive_int("fileio_threads_max", knobs.get("fileio_threads_max")),
-        "table_threads": sorted(_counts("fileio_table_threads", knobs.get("fileio_table_threads"))),
-        "step_duration": k.positive_int("fileio_step_duration", knobs.get("fileio_step_duration")),
+        "threads_max": k.positive_int("fileio_threads_max", k.value(knobs, "fileio_threads_max")),
+        "table_threads": sorted(_counts("fileio_table_threads", k.value(knobs, "fileio_table_threads"))),
+        "step_duration": k.positive_int("fileio_step_duration", k.value(knobs, "fileio_step_duration")),
     }
 
 

@@ -7,8 +7,11 @@ is installed or formatted, with one line that names the value and what is accept
 
 from __future__ import annotations
 
+import copy
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 FILESYSTEMS = ("ext4", "xfs")
@@ -24,6 +27,79 @@ _FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 class KnobError(ValueError):
     """A knob the matrix cannot run with; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A knob's type as Ansible's argument specs name it (preflight's typed spec), and its default.
+    A `required` knob (what to run, at what scale, for how long) is never assumed by the plan: left
+    out, it is refused; the others take their default."""
+
+    type: str
+    default: Any
+    elements: str | None = None
+    choices: tuple[str, ...] | None = None
+    required: bool = False
+
+
+# The matrix knobs the plan reads: the one list. inventory/group_vars/all.yml documents each with
+# this default, README's knob table lists it and preflight's argument spec types it
+# (tests/unit/test_role_specs.py and test_readme.py hold all three to this table), and the
+# playbook hands the preflight role exactly these (the innomatrix_knobs filter).
+KNOBS: dict[str, Knob] = {
+    "filesystems": Knob("list", ["ext4", "xfs"], elements="str", required=True),
+    "mkfs_options": Knob("dict", {"ext4": "", "xfs": ""}),
+    "mount_options": Knob("dict", {"ext4": "", "xfs": ""}),
+    "variants": Knob("list", ["A", "B", "C", "D"], elements="str", required=True),
+    "bp_sizes": Knob("list", ["4G"], elements="str", required=True),
+    "workloads": Knob("list", ["oltp"], elements="str", required=True),
+    "threads": Knob("list", [32], elements="int", required=True),
+    "repeats": Knob("int", 1),
+    "cell_order": Knob("str", "interleaved", choices=ORDERS),
+    "cell_order_seed": Knob("int", 0),
+    "warmup": Knob("raw", 3600, required=True),
+    "warmup_max": Knob("int", 3600, required=True),
+    "duration": Knob("raw", 3600, required=True),
+    "duration_min": Knob("int", 600),
+    "duration_max": Knob("int", 3600, required=True),
+    "precision": Knob("float", 0.01),
+    "reconnect_grace": Knob("int", 3600),
+    "report_interval": Knob("int", 1),
+    "oltp_tables": Knob("int", 32, required=True),
+    "oltp_table_size": Knob("int", 10_000_000, required=True),
+    "oltp_rand_type": Knob("str", "pareto", choices=RAND_TYPES),
+    "oltp_percentile": Knob("int", 95),
+    "tpcc_warehouses": Knob("int", 2500, required=True),
+    "tpcc_load_jobs": Knob("int", 8, required=True),
+    "fileio_tests": Knob("list", ["async-rndwr", "async-rndrd", "sync-rndrd", "table-rndrd", "table-rndwr", "seqrd",
+                                  "seqwr"], elements="str", required=True),
+    "fileio_total_size": Knob("str", "64G", required=True),
+    "fileio_block_size": Knob("str", "16K", required=True),
+    "fileio_threads_max": Knob("int", 256, required=True),
+    "fileio_block_sizes": Knob("list", ["512B", "1K", "2K", "4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K",
+                                        "1M", "2M", "4M"], elements="str", required=True),
+    "fileio_table_threads": Knob("list", [1, 10, 40], elements="int", required=True),
+    "fileio_step_duration": Knob("int", 60, required=True),
+    "mysql_flavor": Knob("str", "mariadb", choices=FLAVORS),
+    "mycnf_overrides": Knob("dict", {}),
+    "force": Knob("bool", False),
+}
+
+
+def value(knobs: Mapping[str, Any], name: str) -> Any:
+    """A knob as given; left out, its default, or None for a required knob (refused by its check)."""
+    if name in knobs:
+        return knobs[name]
+    return None if KNOBS[name].required else copy.deepcopy(KNOBS[name].default)
+
+
+def picked(variables: Mapping[str, Any]) -> dict[str, Any]:
+    """The knobs out of all of a host's variables (inventory, group_vars, -e), by KNOBS's names."""
+    missing = [name for name in KNOBS if name not in variables]
+    if missing:
+        raise KnobError(f"knob(s) {', '.join(missing)} not set: inventory/group_vars/all.yml sets every knob; "
+                        "is it in the inventory this play uses?")
+    return {name: variables[name] for name in KNOBS}
 
 
 def as_list(name: str, value: Any) -> list[str]:

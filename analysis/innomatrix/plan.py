@@ -20,7 +20,6 @@ from innomatrix import layout
 from innomatrix import mycnf
 
 SCHEMA = 1
-DEFAULT_REPORT_INTERVAL = 1
 # sysbench OLTP: a row of id, k, c(120), pad(60) plus the index on k, in InnoDB pages
 # (≈ 78 GiB for the posts' 32 × 10M rows).
 OLTP_BYTES_PER_ROW = 250
@@ -94,10 +93,10 @@ def _per_fs(name: str, value: Any, filesystems: list[str]) -> dict[str, str]:
 
 def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """Check every knob and return them in canonical form; raises KnobError/PlanError."""
-    filesystems = k.choose("filesystems", k.as_list("filesystems", knobs.get("filesystems")), k.FILESYSTEMS)
-    workloads = k.choose("workloads", k.as_list("workloads", knobs.get("workloads")), k.WORKLOADS)
-    variants = k.choose("variants", k.as_list("variants", knobs.get("variants")), sorted(ctx.variant_digests))
-    bp_list = k.as_list("bp_sizes", knobs.get("bp_sizes"))
+    filesystems = k.choose("filesystems", k.as_list("filesystems", k.value(knobs, "filesystems")), k.FILESYSTEMS)
+    workloads = k.choose("workloads", k.as_list("workloads", k.value(knobs, "workloads")), k.WORKLOADS)
+    variants = k.choose("variants", k.as_list("variants", k.value(knobs, "variants")), sorted(ctx.variant_digests))
+    bp_list = k.as_list("bp_sizes", k.value(knobs, "bp_sizes"))
     if not bp_list:
         raise PlanError("bp_sizes is empty; give at least one buffer-pool size, e.g. bp_sizes=128M,256M")
     bp_sizes = k.distinct("bp_sizes", bp_list, [k.parse_size("bp_sizes", bp) for bp in bp_list])
@@ -107,67 +106,67 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 f"bp_sizes: {text} is not smaller than the memory of {ctx.host} "
                 f"({ctx.memory_bytes / (1 << 30):.1f}G); choose a smaller buffer pool"
             )
-    thread_list = k.as_list("threads", knobs.get("threads"))
+    thread_list = k.as_list("threads", k.value(knobs, "threads"))
     threads = k.distinct("threads", thread_list, [k.positive_int("threads", t) for t in thread_list])
     if not threads:
         raise PlanError("threads is empty; give at least one thread count, e.g. threads=4,16")
-    flavor = str(knobs.get("mysql_flavor", "mariadb"))
+    flavor = str(k.value(knobs, "mysql_flavor"))
     k.choose("mysql_flavor", [flavor], k.FLAVORS)
     auto = _auto(knobs, workloads)
     warmup = k.non_negative_int("warmup_max" if auto and auto["warmup"] else "warmup",
-                                knobs.get("warmup_max") if auto and auto["warmup"] else knobs.get("warmup"))
+                                k.value(knobs, "warmup_max") if auto and auto["warmup"] else k.value(knobs, "warmup"))
     duration = k.positive_int("duration_max" if auto and auto["duration"] else "duration",
-                              knobs.get("duration_max") if auto and auto["duration"] else knobs.get("duration"))
+                              k.value(knobs, "duration_max") if auto and auto["duration"] else k.value(knobs, "duration"))
     if auto and auto["duration"] and auto["duration_min"] > duration:
         raise PlanError(f"duration_min={auto['duration_min']} is longer than duration_max={duration}; "
                         "give a duration_min at most duration_max")
-    interval = k.positive_int("report_interval", knobs.get("report_interval", DEFAULT_REPORT_INTERVAL))
+    interval = k.positive_int("report_interval", k.value(knobs, "report_interval"))
     if interval > duration:
         raise PlanError(f"report_interval={interval} is longer than duration={duration}; nothing would be measured")
-    grace = k.non_negative_int("reconnect_grace", knobs.get("reconnect_grace", 3600))
+    grace = k.non_negative_int("reconnect_grace", k.value(knobs, "reconnect_grace"))
     if grace < MIN_RECONNECT_GRACE:
         raise PlanError(f"reconnect_grace={grace} leaves a remote trial no time to restore its dataset and start its "
                         f"server; give at least {MIN_RECONNECT_GRACE} seconds")
-    overrides = knobs.get("mycnf_overrides") or {}
+    overrides = k.value(knobs, "mycnf_overrides") or {}
     if not isinstance(overrides, dict):
         raise PlanError("mycnf_overrides must map option names to values")
     if any(mycnf.normalize_name(str(name)) == "innodb_buffer_pool_size" for name in overrides):
         raise PlanError("mycnf_overrides sets innodb_buffer_pool_size; use bp_sizes, which sweeps it")
     # sysbench may not print the last interval of a run: a short step needs two to measure one.
-    if "fileio" in workloads and k.positive_int("fileio_step_duration", knobs.get("fileio_step_duration")) < 2 * interval:
-        raise PlanError(f"fileio_step_duration={knobs.get('fileio_step_duration')} holds fewer than two report "
+    if "fileio" in workloads and k.positive_int("fileio_step_duration", k.value(knobs, "fileio_step_duration")) < 2 * interval:
+        raise PlanError(f"fileio_step_duration={k.value(knobs, 'fileio_step_duration')} holds fewer than two report "
                         f"intervals of {interval} s (sysbench may not print the last one); make it at least {2 * interval}")
     if "tpcc" in workloads and (warmup % interval or duration % interval):
         raise PlanError(f"tpcc: warmup={warmup} and duration={duration} must be whole multiples of "
                         f"report_interval={interval}; tpcc_start measures whole intervals only")
-    rand_type = str(knobs.get("oltp_rand_type", "pareto"))
+    rand_type = str(k.value(knobs, "oltp_rand_type"))
     k.choose("oltp_rand_type", [rand_type], k.RAND_TYPES)
     return {
         "filesystems": filesystems,
-        "mkfs_options": _per_fs("mkfs_options", knobs.get("mkfs_options"), filesystems),
-        "mount_options": _per_fs("mount_options", knobs.get("mount_options"), filesystems),
+        "mkfs_options": _per_fs("mkfs_options", k.value(knobs, "mkfs_options"), filesystems),
+        "mount_options": _per_fs("mount_options", k.value(knobs, "mount_options"), filesystems),
         "workloads": workloads,
         "variants": variants,
         "bp_sizes": bp_sizes,
         "threads": threads,
-        "repeats": k.positive_int("repeats", knobs.get("repeats", 1)),
-        "cell_order": k.choose("cell_order", [str(knobs.get("cell_order", "interleaved"))], k.ORDERS)[0],
-        "cell_order_seed": k.non_negative_int("cell_order_seed", knobs.get("cell_order_seed", 0)),
+        "repeats": k.positive_int("repeats", k.value(knobs, "repeats")),
+        "cell_order": k.choose("cell_order", [str(k.value(knobs, "cell_order"))], k.ORDERS)[0],
+        "cell_order_seed": k.non_negative_int("cell_order_seed", k.value(knobs, "cell_order_seed")),
         "warmup": warmup,
         "duration": duration,
         "auto": auto,
         "report_interval": interval,
         "reconnect_grace": grace,
         "oltp": {
-            "tables": k.positive_int("oltp_tables", knobs.get("oltp_tables")),
-            "table_size": k.positive_int("oltp_table_size", knobs.get("oltp_table_size")),
+            "tables": k.positive_int("oltp_tables", k.value(knobs, "oltp_tables")),
+            "table_size": k.positive_int("oltp_table_size", k.value(knobs, "oltp_table_size")),
             "rand_type": rand_type,
-            "percentile": k.positive_int("oltp_percentile", knobs.get("oltp_percentile", 95)),
+            "percentile": k.positive_int("oltp_percentile", k.value(knobs, "oltp_percentile")),
         },
         "tpcc": _tpcc(knobs) if "tpcc" in workloads else None,
         "fileio": fileio.normalise(knobs) if "fileio" in workloads else None,
         "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},
-        "force": k.truthy(knobs.get("force", False)),
+        "force": k.truthy(k.value(knobs, "force")),
     }
 
 
@@ -179,8 +178,8 @@ AUTO_WORKLOADS = ("oltp", "tpcc")
 def _auto(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
     """warmup=auto and duration=auto: which of them the trials decide, and the duration's rules
     (warmup_max and duration_max take the place of warmup and duration); None when both are fixed."""
-    warmup_auto = str(knobs.get("warmup")).strip().lower() == AUTO
-    duration_auto = str(knobs.get("duration")).strip().lower() == AUTO
+    warmup_auto = str(k.value(knobs, "warmup")).strip().lower() == AUTO
+    duration_auto = str(k.value(knobs, "duration")).strip().lower() == AUTO
     if not (warmup_auto or duration_auto):
         return None
     others = [w for w in workloads if w not in AUTO_WORKLOADS]
@@ -189,8 +188,8 @@ def _auto(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
                         "run it with a fixed warmup and duration")
     auto: dict[str, Any] = {"warmup": warmup_auto, "duration": duration_auto}
     if duration_auto:
-        precision = k.fraction("precision", knobs.get("precision", 0.01))
-        auto.update(duration_min=k.non_negative_int("duration_min", knobs.get("duration_min", 0)), precision=precision)
+        precision = k.fraction("precision", k.value(knobs, "precision"))
+        auto.update(duration_min=k.non_negative_int("duration_min", k.value(knobs, "duration_min")), precision=precision)
     return auto
 
 
@@ -204,8 +203,8 @@ def detachment(cell: dict[str, Any], grace: int) -> dict[str, int]:
 
 
 def _tpcc(knobs: dict[str, Any]) -> dict[str, int]:
-    warehouses = k.positive_int("tpcc_warehouses", knobs.get("tpcc_warehouses"))
-    jobs = k.positive_int("tpcc_load_jobs", knobs.get("tpcc_load_jobs"))
+    warehouses = k.positive_int("tpcc_warehouses", k.value(knobs, "tpcc_warehouses"))
+    jobs = k.positive_int("tpcc_load_jobs", k.value(knobs, "tpcc_load_jobs"))
     return {"warehouses": warehouses, "load_jobs": min(jobs, warehouses)}
 
 
@@ -465,6 +464,22 @@ def _passes(spec: dict[str, Any], todo: list[dict[str, Any]]) -> list[dict[str, 
             }
         )
     return passes
+
+
+# What this session makes of a cell (to run or done, its place in the queue) is not part of the
+# cell: plan.json holds the cells alone, so the same inputs write the same file.
+SESSION_FIELDS = ("state", "index", "total")
+
+
+def recorded(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan as <run>/<host>/plan.json keeps it: the spec and every cell with everything it
+    needs (key, my.cnf text, paths, times); the trial module runs its cell from there."""
+    return {
+        "schema": SCHEMA,
+        "spec": plan["spec"],
+        "cells": [{name: value for name, value in cell.items() if name not in SESSION_FIELDS}
+                  for cell in plan["cells"]],
+    }
 
 
 def describe(plan: dict[str, Any]) -> list[str]:

@@ -19,10 +19,9 @@ description:
   - A cell that fails is recorded with status failed and its reasons; the module itself only
     fails when it cannot write the results.
 options:
-  cell: {description: One cell of the plan (innomatrix plan), type: dict, required: true}
+  plan: {description: "The host's plan.json (written by the preflight role once the server is installed): every cell with its my.cnf, times and paths", type: path, required: true}
+  cell: {description: The id of the cell in I(plan) to run, type: str, required: true}
   run_dir: {description: The run's results directory on this host, type: path, required: true}
-  mycnf: {description: The rendered benchmark options for this cell, type: str, required: true}
-  mycnf_notes: {description: Translation notes for the record, type: list, elements: str, default: []}
   server: {description: Server commands, flavor and version (mysql_server role facts), type: dict, required: true}
   instance: {description: Socket, port and bind address of the benchmarked instance, type: dict, required: true}
   mountpoint: {description: Where the device under test is mounted, type: path, required: true}
@@ -34,6 +33,7 @@ author: innomatrix
 """
 
 import datetime as dt
+import json
 import shlex
 import shutil
 import signal
@@ -66,10 +66,9 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 # The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
 ARGUMENT_SPEC = {
-    "cell": {"type": "dict", "required": True},
+    "plan": {"type": "path", "required": True},
+    "cell": {"type": "str", "required": True},
     "run_dir": {"type": "path", "required": True},
-    "mycnf": {"type": "str", "required": True},
-    "mycnf_notes": {"type": "list", "elements": "str", "default": []},
     "server": {"type": "dict", "required": True},
     "instance": {"type": "dict", "required": True},
     "mountpoint": {"type": "path", "required": True},
@@ -241,7 +240,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     error_log = Path(instance["socket"] + ".err")
     error_log.unlink(missing_ok=True)
     cnf = tmp / "my.cnf"
-    write_cnf(cnf, p["mycnf"], instance, datadir, error_log, server_tmpdir(p["mountpoint"], instance))
+    write_cnf(cnf, cell["mycnf"]["text"], instance, datadir, error_log, server_tmpdir(p["mountpoint"], instance))
 
     restore_s, method = restore(Path(p["dataset"]["pristine"]), datadir)
     trial["dataset"].update(restore_s=round(restore_s, 3), restored_by=method)
@@ -354,11 +353,26 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def planned_cell(plan_path: str, cell_id: str) -> dict:
+    """The cell as the plan recorded it: the module runs what plan.json says, nothing handed on."""
+    try:
+        cells = json.loads(Path(plan_path).read_text())["cells"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TrialError(f"cannot read the plan {plan_path}: {exc}") from None
+    found = [cell for cell in cells if cell.get("id") == cell_id]
+    if len(found) != 1:
+        raise TrialError(f"the plan {plan_path} holds no cell {cell_id!r}: plan again (rerun the playbook)")
+    return found[0]
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     mark_started_processes("trial")
-    p = module.params
-    cell = p["cell"]
+    try:
+        cell = planned_cell(module.params["plan"], module.params["cell"])
+    except TrialError as exc:
+        module.fail_json(msg=str(exc))
+    p = {**module.params, "cell": cell}
     if module.check_mode:
         module.exit_json(changed=True, msg=f"would run {cell['id']}")
 
@@ -381,7 +395,7 @@ def main() -> None:
         "server": None if raw_device else {"flavor": p["server"]["flavor"], "version": p["server"]["version"]},
         "dataset": {"key": p["dataset"]["key"], "load_s": p["dataset"]["load_s"], "scale": cell["dataset"]["scale"]},
         "device": p["device"],
-        "mycnf_notes": p["mycnf_notes"],
+        "mycnf_notes": cell["mycnf"]["notes"],
         "summary": {"throughput_median": None,
                     "throughput_unit": {"fileio": "MiB/s", "tpcc": "tpmC"}.get(cell["workload"], "tps"),
                     "latency_p95_ms_median": None, "intervals_measured": 0},

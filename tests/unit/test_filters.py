@@ -17,6 +17,7 @@ pytest.importorskip("ansible")
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from innomatrix import mycnf, plan, results  # noqa: E402
+from innomatrix.knobs import KNOBS as PLAN_KNOBS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CNF_DIR = str(ROOT / "my.cnf.d")
@@ -72,9 +73,11 @@ def real_context(**changes: Any) -> plan.Context:
 
 def test_the_filters_ansible_sees() -> None:
     assert filters.FilterModule().filters() == {
+        "innomatrix_knobs": filters.innomatrix_knobs,
         "innomatrix_plan": filters.innomatrix_plan,
         "innomatrix_check_knobs": filters.innomatrix_check_knobs,
         "innomatrix_plan_lines": filters.innomatrix_plan_lines,
+        "innomatrix_plan_record": filters.innomatrix_plan_record,
         "innomatrix_detach": filters.innomatrix_detach,
         "innomatrix_known_options": filters.innomatrix_known_options,
         "innomatrix_outcomes": filters.innomatrix_outcomes,
@@ -286,7 +289,7 @@ def test_innomatrix_unfinished_names_each_gone_host_and_its_cells(tmp_path: Path
     done = the_plan["cells"][0]
     (tmp_path / done["path"]).mkdir(parents=True)
     (tmp_path / done["path"] / "trial.json").write_text(json.dumps({"key": done["key"], "status": "ok"}))
-    facts = {"plan": the_plan, "settings": {"run_dir": str(tmp_path)}}
+    facts = {"plan": the_plan, "setup": {"run_dir": str(tmp_path)}}
     assert filters.innomatrix_unfinished([["db1", facts], ["db2", None]]) == [
         "db1 did not finish: 1 cell(s) without a finished trial: ext4/oltp/A/bp-128M/t4/r1: no trial.json was recorded",
         "db2 did not finish: it stopped before it had a plan",
@@ -355,3 +358,12 @@ def test_a_rerun_with_every_cell_finished_still_names_each_load(server: dict[str
     again = filters.innomatrix_plan(KNOBS, installed(server), CNF_DIR, str(tmp_path))
     assert again["counts"]["todo"] == 0
     assert all(cell["dataset"]["mycnf"] == first["cells"][0]["dataset"]["mycnf"] for cell in again["cells"])
+
+
+def test_the_knobs_are_picked_from_a_hosts_variables_by_the_plans_list() -> None:
+    host_vars = {**{name: knob.default for name, knob in PLAN_KNOBS.items()}, "bp_sizes": "32M,64M", "device": "/dev/x",
+                 "ansible_connection": "local"}
+    assert filters.innomatrix_knobs(host_vars) == {name: host_vars[name] for name in PLAN_KNOBS}
+    del host_vars["warmup"], host_vars["oltp_tables"]
+    with pytest.raises(AnsibleFilterError, match=r"^knob\(s\) warmup, oltp_tables not set: inventory/group_vars/all.yml"):
+        filters.innomatrix_knobs(host_vars)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from innomatrix.knobs import KNOBS as PLAN_KNOBS
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 KNOBS = yaml.safe_load((ROOT / "inventory/group_vars/all.yml").read_text())
@@ -28,3 +30,9 @@ def test_knobs_table_lists_every_knob_with_its_default():
     assert sorted(table) == sorted(KNOBS)
     for name, shown in table.items():
         assert yaml.safe_load(shown) == KNOBS[name], name
+
+
+def test_knobs_table_shows_the_plans_defaults():
+    table = _table()
+    assert {name: yaml.safe_load(table[name]) for name in PLAN_KNOBS} == {
+        name: knob.default for name, knob in PLAN_KNOBS.items()}

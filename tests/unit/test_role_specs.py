@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from innomatrix.knobs import KNOBS
+
 ROOT = Path(__file__).resolve().parents[2]
 ROLES_DIR = ROOT / "roles"
 GROUP_VARS = ROOT / "inventory" / "group_vars" / "all.yml"
@@ -44,6 +46,15 @@ def specs(role: str) -> dict[str, Any]:
 
 def options(role: str, entry: str = "main") -> dict[str, Any]:
     return specs(role)[entry].get("options") or {}
+
+
+def every_option(role: str) -> dict[str, Any]:
+    """The options of every entry point of a role (main's where they share a name)."""
+    found: dict[str, Any] = {}
+    for entry in sorted(specs(role), key=lambda name: name != "main"):
+        for name, option in options(role, entry).items():
+            found.setdefault(name, option)
+    return found
 
 
 def defaults(role: str) -> dict[str, Any] | None:
@@ -88,17 +99,59 @@ def test_fits() -> None:
     assert not fits("true", "bool") and not fits({}, "list") and not fits([], "dict") and not fits(1.5, "int")
 
 
+# A role the playbook enters only through its steps, each an entry point of its own.
+STEPS_ONLY = {"matrix": ["outcome", "passes", "prepare"]}
+
+
 @pytest.mark.parametrize("role", ROLES)
-def test_every_role_has_a_main_entry_point(role: str) -> None:
-    entry = specs(role)["main"]
-    assert entry.get("short_description")
+def test_every_role_has_a_main_entry_point_or_only_steps(role: str) -> None:
+    entries = STEPS_ONLY.get(role, ["main"])
+    assert all(specs(role)[entry].get("short_description") for entry in entries)
+    assert (ROLES_DIR / role / "tasks" / "main.yml").is_file() == (role not in STEPS_ONLY)
+
+
+def entered() -> set[tuple[str, str]]:
+    """(role, entry point) for every role the project's playbooks, roles and Molecule scenarios
+    enter: a role in a play, or an include_role with or without tasks_from."""
+    found = set()
+    files = [*ROOT.glob("playbooks/*.yml"), *ROOT.glob("roles/*/tasks/*.yml"), *ROOT.glob("tests/molecule/**/*.yml")]
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            include = node.get("ansible.builtin.include_role") or node.get("ansible.builtin.import_role")
+            if isinstance(include, dict):
+                found.add((include["name"], include.get("tasks_from", "main")))
+            if isinstance(node.get("roles"), list):
+                found.update((entry["role"] if isinstance(entry, dict) else entry, "main") for entry in node["roles"])
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    for path in files:
+        visit(load(path))
+    return found
+
+
+def test_every_entry_point_entered_is_specified() -> None:
+    """Ansible checks a role's inputs for the entry point it is entered by (tasks_from): one
+    without an argument spec would start unchecked."""
+    assert ("matrix", "passes") in entered() and ("preflight", "plan") in entered()
+    # tasks_from: passes.yml would run the same file but match no entry point: Ansible then checks nothing.
+    named_by_file = sorted(f"{role}:{entry}" for role, entry in entered() if "." in entry)
+    assert named_by_file == []
+    missing = sorted(f"{role}:{entry}" for role, entry in entered() if role in ROLES and entry not in specs(role))
+    assert missing == []
+    unused = sorted(f"{role}:{entry}" for role in ROLES for entry in specs(role) if (role, entry) not in entered())
+    assert unused == []
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_options_and_defaults_name_the_same_variables(role: str) -> None:
     # What a role takes from another role (`<other>_facts`, tests/unit/test_role_inputs.py) has no
     # default: a role started without it is refused by Ansible's argument check.
-    names = {name for name in options(role) if not name.endswith("_facts")}
+    names = {name for name in every_option(role) if not name.endswith("_facts")}
     found = defaults(role)
     if found is None:
         assert names == set(), f"{role} has options {sorted(names)} but no defaults/main.yml"
@@ -112,7 +165,7 @@ def test_options_and_defaults_name_the_same_variables(role: str) -> None:
 def test_defaults_match_the_spec(role: str) -> None:
     found = defaults(role) or {}
     problems = []
-    for name, option in options(role).items():
+    for name, option in every_option(role).items():
         if name not in found:
             continue
         if "default" in option and found[name] != option["default"]:
@@ -135,13 +188,13 @@ def test_every_option_is_typed_and_described(role: str) -> None:
 @pytest.mark.parametrize("role", ROLES)
 def test_other_entry_points_agree_with_the_defaults(role: str) -> None:
     found = defaults(role) or {}
-    main = options(role)
+    first = every_option(role)
     for entry in specs(role):
-        if entry == "main":
-            continue
         for name, option in options(role, entry).items():
+            if name.endswith("_facts"):
+                continue  # another role's (or its own) returned fact: no default, by design
             assert name in found, f"{role}.{entry}.{name} has no default in defaults/main.yml"
-            assert option.get("type") == main[name].get("type"), f"{role}.{entry}.{name}"
+            assert option.get("type") == first[name].get("type"), f"{role}.{entry}.{name}"
             if "default" in option:
                 assert option["default"] == found[name], f"{role}.{entry}.{name}"
 
@@ -151,9 +204,9 @@ def test_the_entry_points() -> None:
         "collectors": ["main"],
         "dataset": ["main"],
         "device": ["main", "unmount"],
-        "matrix": ["main"],
+        "matrix": ["outcome", "passes", "prepare"],
         "mysql_server": ["facts", "main"],
-        "preflight": ["main"],
+        "preflight": ["main", "plan"],
         "results_home": ["main"],
         "sysbench": ["facts", "main"],
         "tpcc": ["facts", "main"],
@@ -186,6 +239,22 @@ def test_the_knobs() -> None:
 def test_preflight_knobs_options_are_the_documented_knobs() -> None:
     assert PASSED_SEPARATELY <= set(knobs())
     assert set(knob_spec()) == set(knobs()) - PASSED_SEPARATELY
+
+
+def test_the_plans_knob_list_is_the_one_group_vars_documents_and_preflight_types() -> None:
+    """innomatrix.knobs.KNOBS is the one list: group_vars gives each its default, preflight's
+    argument spec its type, elements and choices, in the same order."""
+    assert list(KNOBS) == list(knob_spec()) == [name for name in knobs() if name not in PASSED_SEPARATELY]
+    problems = []
+    for name, knob in KNOBS.items():
+        option = knob_spec()[name]
+        if knobs()[name] != knob.default:
+            problems.append(f"{name}: group_vars says {knobs()[name]!r}, KNOBS {knob.default!r}")
+        for key, ours in (("type", knob.type), ("elements", knob.elements),
+                          ("choices", list(knob.choices) if knob.choices else None)):
+            if option.get(key) != ours:
+                problems.append(f"{name}.{key}: preflight's spec says {option.get(key)!r}, KNOBS {ours!r}")
+    assert problems == []
 
 
 def test_documented_knob_values_fit_the_preflight_spec() -> None:
@@ -242,18 +311,22 @@ ROLE_KNOBS = {"tpcc_mysql_src": "tpcc", "tpcc_mysql_ref": "tpcc", "mysql_server_
 
 
 def test_every_knob_is_wired_in_the_playbook() -> None:
+    """The plan's knobs reach preflight by KNOBS's names (the innomatrix_knobs filter); every other
+    documented knob is named in the playbook or read by its role under its own name."""
     used = jinja_names(load(PLAYBOOK))
-    assert sorted(set(knobs()) - used - set(ROLE_KNOBS)) == []
+    assert "innomatrix_knobs" in used
+    assert sorted(set(knobs()) - used - set(ROLE_KNOBS) - set(KNOBS)) == []
     for name, role in ROLE_KNOBS.items():
         assert name in options(role), f"{name} is no input of role {role}"
         assert knobs()[name] == options(role)[name]["default"], name
 
 
 def test_the_playbook_passes_each_knob_under_its_own_name() -> None:
+    # A variable of the first play: the preflight role checks the knobs, and the plan made later in
+    # the same play (the matrix role's prepare step) reads the same ones.
+    assert load(PLAYBOOK)[0]["vars"] == {"preflight_knobs": "{{ hostvars[inventory_hostname] | innomatrix_knobs }}"}
     preflight = play_roles()["preflight"]
-    assert preflight["preflight_knobs"] == {name: f"{{{{ {name} }}}}" for name in knob_spec()}
-    assert list(preflight["preflight_knobs"]) == list(knob_spec())
-    assert {name: preflight[name] for name in preflight if name != "preflight_knobs"} == {
+    assert {name: preflight[name] for name in preflight} == {
         "preflight_device": "{{ device }}",
         "preflight_wipe_device": "{{ wipe_device }}",
         "preflight_run_dir": "{{ results_dir }}/{{ run_name }}",
@@ -265,7 +338,7 @@ def test_the_playbook_passes_each_knob_under_its_own_name() -> None:
 def test_the_playbook_passes_only_options_the_roles_declare() -> None:
     problems = []
     for role, role_vars in play_roles().items():
-        problems += [f"{role}: {name}" for name in role_vars if name not in options(role)]
+        problems += [f"{role}: {name}" for name in role_vars if name not in every_option(role)]
     assert problems == []
     assert play_roles()["mysql_server"] == {"mysql_server_flavor": "{{ mysql_flavor }}"}
 
