@@ -350,6 +350,11 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if values.size else float("nan")
 
 
+def _figure(value: float | None) -> float:
+    """A figure of nothing (None) as the tables show it: NaN."""
+    return float("nan") if value is None else float(value)
+
+
 def _median(values: np.ndarray) -> float:
     values = values[~np.isnan(values)]
     return float(np.median(values)) if values.size else float("nan")
@@ -361,11 +366,15 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     tput = _series(rows, THROUGHPUT)
     n = int(tput.size)
     fsyncs = _series(rows, "driver.fsyncs_s")
-    stalls = stall_mask(tput, th.stall_fraction, fsyncs if fsyncs.size == n else None)
-    runs = episodes(stalls)
     lat = _series(rows, "driver.lat_ms")
-    lat_ok = lat[~stalls] if lat.size == n else lat
     err = _series(rows, "driver.err_s")
+    # The host's definitions (innomatrix_host.sysbench.trial_figures), on the intervals as loaded.
+    figures = sysbench_log.trial_figures(
+        tput.tolist(), [None if np.isnan(value) else value for value in lat.tolist()],
+        err[~np.isnan(err)].tolist(), fsyncs.tolist() if fsyncs.size == n else None,
+        fraction=th.stall_fraction)
+    stalls = np.array(figures["stalls"], dtype=bool)
+    runs = episodes(stalls)
     reconn = _series(rows, "driver.reconn_s")
     tps = _series(rows, "driver.tps")
     tps_mean = _mean(tps)
@@ -384,16 +393,16 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "warmup_decided_by": meta.get("warmup_decided_by", "fixed"),
         "ended_by": meta.get("ended_by", "fixed"),
         "planned_s": meta.get("planned_s", float("nan")),
-        "throughput_median": _median(tput),
+        "throughput_median": _figure(figures["throughput_median"]),
         "throughput_mean": _mean(tput),
         "throughput_std": float(np.std(tput, ddof=1)) if n > 1 else float("nan"),
         "throughput_cov": cov(tput),
         "latency_pct": meta["latency_pct"],
-        "latency_ms_median": _median(lat_ok),
+        "latency_ms_median": _figure(figures["latency_median"]),
         "stall_intervals": int(stalls.sum()),
         "stall_episodes": len(runs),
         "stall_longest_s": max((length for _, length in runs), default=0) * ri,
-        "errors_per_s": _mean(err),
+        "errors_per_s": _figure(figures["errors_per_s_mean"]),
         "errors_per_trx": float(err.sum() / tps.sum()) if tps.size and tps.sum() > 0 and err.size == tps.size else float("nan"),
         "reconnects": float(reconn.sum() * ri) if reconn.size else float("nan"),
         "cpu_us": _mean(_series(rows, "vmstat.us")),

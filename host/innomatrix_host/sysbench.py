@@ -463,6 +463,29 @@ def stall_flags(throughputs: list[float], other_work: list[float] | None = None,
     return [(value <= limit or value == 0) and not other for value, other in zip(throughputs, other_work)]
 
 
+def trial_figures(throughputs: list[float], latencies: list[float | None] | None = None,
+                  errors: list[float] | None = None, other_work: list[float] | None = None,
+                  fraction: float = STALL_FRACTION) -> dict[str, Any]:
+    """A trial's figures from its measured intervals, in order: the one definition the host's
+    summary (trial.json, the end-of-play lines) and the report's tables both apply.
+
+    `throughput_median` is the median interval; `stalls` flags each interval (stall_flags);
+    `latency_median` is the median per-interval latency percentile outside stalls (a stalled
+    interval completed next to nothing, so its latency says nothing), over every latency given
+    when they do not line up with the throughputs; `errors_per_s_mean` is the mean error rate.
+    Figures of nothing are None."""
+    stalls = stall_flags(throughputs, other_work, fraction)
+    if latencies is not None and len(latencies) == len(throughputs):
+        latencies = [value for value, stalled in zip(latencies, stalls) if not stalled]
+    kept = [value for value in latencies or [] if value is not None]
+    return {
+        "throughput_median": statistics.median(throughputs) if throughputs else None,
+        "stalls": stalls,
+        "latency_median": statistics.median(kept) if kept else None,
+        "errors_per_s_mean": statistics.fmean(errors) if errors else None,
+    }
+
+
 def _throughput(interval: dict[str, Any]) -> float:
     """The throughput figure of one interval in the unit of its kind."""
     if interval["kind"] == "oltp":
@@ -486,19 +509,12 @@ def _measured(
     return [interval for interval in intervals if interval["t"] >= first]
 
 
-def _interval_latency(measured: list[dict[str, Any]], stalls: list[bool]) -> tuple[float | None, float | None]:
-    """Median of the per-interval latency percentile outside stalls, and which percentile it is."""
-    # A stalled interval completed (next to) nothing, so its "latency" says nothing about latency.
-    latencies = [
-        interval["lat_ms"]
-        for interval, stalled in zip(measured, stalls)
-        if interval["lat_ms"] is not None and not stalled
-    ]
-    pct = _single_value(
+def _latency_pct(measured: list[dict[str, Any]]) -> float | None:
+    """Which percentile the per-interval latencies are (one for the whole trial)."""
+    return _single_value(
         [interval["lat_pct"] for interval in measured if interval["lat_pct"] is not None],
         "latency percentiles",
     )
-    return (statistics.median(latencies) if latencies else None), pct
 
 
 def summarize(
@@ -514,20 +530,19 @@ def summarize(
     """
     kind = _single_value([interval["kind"] for interval in intervals], "kinds")
     measured = _measured(intervals, warmup_s, report_interval_s)
-    throughputs = [_throughput(interval) for interval in measured]
-    stalls = stall_flags(throughputs, [interval.get("fsyncs_s", 0.0) for interval in measured])
-    latency_median, latency_pct = _interval_latency(measured, stalls)
     is_oltp = kind == "oltp" and bool(measured)
+    figures = trial_figures([_throughput(interval) for interval in measured],
+                            [interval["lat_ms"] for interval in measured],
+                            [interval["err_s"] for interval in measured] if is_oltp else None,
+                            [interval.get("fsyncs_s", 0.0) for interval in measured])
     return {
-        "throughput_median": statistics.median(throughputs) if throughputs else None,
+        "throughput_median": figures["throughput_median"],
         "throughput_unit": _THROUGHPUT_UNITS.get(kind),
-        "latency_p95_ms_median": latency_median,
-        "latency_pct": latency_pct,
+        "latency_p95_ms_median": figures["latency_median"],
+        "latency_pct": _latency_pct(measured),
         "intervals_measured": len(measured),
-        "stall_intervals": sum(stalls),
-        "errors_per_s_mean": (
-            statistics.fmean(interval["err_s"] for interval in measured) if is_oltp else None
-        ),
+        "stall_intervals": sum(figures["stalls"]),
+        "errors_per_s_mean": figures["errors_per_s_mean"],
         "reconnects_total_est": (
             sum(interval["reconn_s"] for interval in measured) * report_interval_s
             if is_oltp
@@ -644,8 +659,9 @@ def summarize_fileio(
     write_median, write_stddev = _median_and_stddev(writes)
     total_median, total_stddev = _median_and_stddev(totals)
     iops_median, iops_stddev = _median_and_stddev(iops)
-    stalls = stall_flags(totals, [interval["fsyncs_s"] for interval in measured])
-    latency_median, latency_pct = _interval_latency(measured, stalls)
+    figures = trial_figures(totals, [interval["lat_ms"] for interval in measured], None,
+                            [interval["fsyncs_s"] for interval in measured])
+    stalls = figures["stalls"]
     return {
         "block_size_bytes": block_size_bytes,
         "intervals_measured": len(measured),
@@ -659,8 +675,8 @@ def summarize_fileio(
         "iops_stddev": iops_stddev,
         "stall_intervals": sum(stalls),
         "longest_stall_s": _longest_run(stalls) * report_interval_s,
-        "latency_pct": latency_pct,
-        "latency_ms_median": latency_median,
+        "latency_pct": _latency_pct(measured),
+        "latency_ms_median": figures["latency_median"],
         "run_read_iops": summary.get("read_iops"),
         "run_write_iops": summary.get("write_iops"),
         "run_fsyncs_s": summary.get("fsyncs_s"),

@@ -78,3 +78,19 @@ def test_tpcc_host_summary_and_report_agree_on_stalls_and_medians(tmp_path) -> N
     assert host["intervals_measured"] == report["intervals_measured"] == 6
     assert host["throughput_median"] == pytest.approx(report["throughput_median"])
     assert host["latency_p95_ms_median"] == pytest.approx(report["latency_ms_median"])
+
+
+def test_one_function_gives_both_their_figures(tmp_path, monkeypatch) -> None:
+    """The median, the latency outside stalls and the error rate come from one function,
+    sysbench.trial_figures, on the host and in the report: change it, and both change."""
+    real = sysbench.trial_figures
+
+    def shifted(*args, **kwargs):
+        figures = real(*args, **kwargs)
+        return {**figures, "throughput_median": 42.0, "latency_median": 4.2, "errors_per_s_mean": 0.42}
+
+    monkeypatch.setattr(sysbench, "trial_figures", shifted)
+    host, report = _both(tmp_path, _trial())
+    assert host["throughput_median"] == report["throughput_median"] == 42.0
+    assert host["latency_p95_ms_median"] == report["latency_ms_median"] == 4.2
+    assert host["errors_per_s_mean"] == report["errors_per_s"] == 0.42
