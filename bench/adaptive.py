@@ -237,6 +237,9 @@ def coverage(series: int) -> None:
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "replay"
+    if command in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
     if command == "record":
         record()
     elif command == "replay":

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 PLAYBOOK = [str(ROOT / ".venv/bin/ansible-playbook"), "matrix.yml", "-e", "@inventory/demo.yml"]
+# MariaDB's commands as the mysql_server role knows them (server, client, admin, install_db).
+MARIADB_COMMANDS = yaml.safe_load((ROOT / "roles/mysql_server/vars/mariadb.yml").read_text())["__mysql_server_commands"]
 
 
 def run(*extra: str) -> None:

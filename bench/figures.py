@@ -54,7 +54,6 @@ DEMO = yaml.safe_load((ROOT / "inventory/demo.yml").read_text())
 STATE = Path("/var/lib/innomatrix")
 MOUNT = Path("/mnt/innomatrix")
 RESULTS = ROOT / "results"
-SERVER_COMMANDS = {"server": "mariadbd", "client": "mariadb", "admin": "mariadb-admin"}
 
 
 def play(*extra: str, playbook: list[str] = demo_matrix.PLAYBOOK) -> list[dict]:
@@ -115,7 +114,7 @@ def by_hand(trial_dir: Path, pristine: Path, device: str, collect: bool = False)
         subprocess.run(["rm", "-rf", str(datadir)], check=True)
         subprocess.run(["cp", "-a", "--reflink=auto", str(pristine), str(datadir)], check=True)
         runtime.drop_caches()
-        server = runtime.Server(SERVER_COMMANDS, trial_dir / "my.cnf", socket, out / "mysqld.out")
+        server = runtime.Server(demo_matrix.MARIADB_COMMANDS, trial_dir / "my.cnf", socket, out / "mysqld.out")
         collectors = runtime.Collectors(out, DEMO["report_interval"], device, server) if collect else None
         try:
             server.start()
@@ -344,8 +343,15 @@ def servers() -> None:
         print(drift.to_string(index=False))
 
 
+PARTS = ("matrix", "fidelity", "collectors", "fleet", "servers")
+
 if __name__ == "__main__":
     parts = sys.argv[1:] or ["matrix", "fidelity"]
+    if parts[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0)
+    if set(parts) - set(PARTS):
+        sys.exit(f"unknown part(s) {', '.join(sorted(set(parts) - set(PARTS)))}; the parts: {', '.join(PARTS)}")
     if "matrix" in parts:
         figures_from_matrix()
     if "fidelity" in parts:

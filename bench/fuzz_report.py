@@ -2,7 +2,7 @@
 
 Damages a copy of a real demo run (tests/fixtures/report/real-demo) once per case, every kind of
 damage in turn with its own seed, runs `innomatrix report` on it in this process and judges the
-outcome by the property in tests/fixtures/report/fuzz.py. Prints, per class of damage, how many
+outcome by the property in bench/fuzz.py. Prints, per class of damage, how many
 cases ended in a one-line error, a marked trial, figures equal to the clean tree's, or (for damage
 a real collector could have written too) the weaker property; then every case that broke it, with
 its seed to replay. `make test` runs a few hundred of these (tests/unit/test_fuzz_report.py); this
@@ -20,10 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "report"))
 
-import fuzz  # noqa: E402
+import fuzz  # beside this script
 
 
 def classify(case: fuzz.Case, outcome: fuzz.Outcome, baseline) -> str:

@@ -1,7 +1,7 @@
 """Figures for the untrusted-tree issue (#27): the memory `innomatrix report` takes on large driver logs.
 
 Builds, in a temporary directory, one-trial runs (sysbench OLTP at a 1 s interval, written by
-tests/fixtures/report/synth.py) and runs `innomatrix report` on each as a process of its own,
+bench/synth.py) and runs `innomatrix report` on each as a process of its own,
 printing its exit, wall time and peak resident memory (the kernel's high-water mark, ru_maxrss):
   - a small trial (60 intervals): what Python, pandas and matplotlib take before any log;
   - the same trial with its driver.log made a 256 MB and a 2 GB sparse file: far more than a
@@ -24,10 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "report"))
 
-from synth import Trial, steady, write_trial  # noqa: E402
+from synth import Trial, steady, write_trial  # beside this script
 
 INNOMATRIX = [sys.executable, "-m", "innomatrix.cli"]
 

@@ -3,7 +3,7 @@ against `grep -c .` over the same files (target: at most 10 times grep).
 
 Builds a synthetic run of 100 trials × 3600 intervals in a temporary directory, with files the
 size a real one-hour trial at a 1 s interval leaves (driver.log, vmstat.log, iostat.json,
-status.log: see tests/fixtures/report/synth.py), then times, with the page cache warm for both:
+status.log: see bench/synth.py), then times, with the page cache warm for both:
     grep -c . <every driver.log, vmstat.log, iostat.json and status.log>
     innomatrix.frame.load(run)
 Prints the figures, each run's wall time, and where one process spends its CPU time (each file's
@@ -24,8 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "report"))
 
 from innomatrix import frame
 from innomatrix.frame import TRIAL_FILES

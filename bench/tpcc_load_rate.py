@@ -32,10 +32,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from innomatrix_host import runtime
+from innomatrix_host import tpcc_tool as tool
 
-from test_tpcc_tool import MARIADB, runtime, tool  # noqa: E402  (the e2e test's private-server pieces)
+from demo_matrix import MARIADB_COMMANDS  # beside this script
 
 PORT = 34992
 OPTIONS = "[mysqld]\ninnodb_buffer_pool_size = 256M\n"
@@ -50,9 +50,10 @@ def private_server(base: Path) -> Iterator[object]:
         place.mkdir()
         shutil.chown(place, "mysql", "mysql")
     socket = str(places["run"] / "mysqld.sock")
-    runtime.write_cnf(base / "my.cnf", OPTIONS, {"socket": socket, "port": PORT}, places["data"],
-                      places["run"] / "mysqld.err")
-    server = runtime.Server(MARIADB, base / "my.cnf", socket, base / "mysqld.out")
+    instance = {"socket": socket, "port": PORT}
+    runtime.write_cnf(base / "my.cnf", OPTIONS, instance, places["data"], places["run"] / "mysqld.err",
+                      runtime.server_tmpdir(str(base), instance))
+    server = runtime.Server(MARIADB_COMMANDS, base / "my.cnf", socket, base / "mysqld.out")
     server.initialize()
     try:
         server.start()

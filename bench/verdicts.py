@@ -101,6 +101,9 @@ def live_aa() -> list[str]:
 
 
 def main(runs: list[str]) -> int:
+    if runs[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if runs[:1] == ["--live"]:
         runs = [*live_aa(), *runs[1:]]
     if not runs:

@@ -95,11 +95,6 @@ class SteadyState:
     saveable_s: float            # warmup that could have been skipped: warmup - first_s when positive
 
 
-def steady_window(rounds: np.ndarray, range_limit: float, slope_limit: float) -> bool:
-    """SNIA-style test of one window of round averages (steady.window_is_steady, as on the host)."""
-    return steady.window_is_steady([float(v) for v in np.asarray(rounds, dtype=np.float64)], range_limit, slope_limit)
-
-
 def steady_state(t: np.ndarray, throughput: np.ndarray, interval_s: float, warmup_s: float,
                  th: Thresholds = DEFAULTS, round_s: float | None = None) -> SteadyState:
     """When the throughput first settled, over the whole run (warmup included), in rounds.

@@ -1,4 +1,4 @@
-"""The results-tree fuzzer (tests/fixtures/report/fuzz.py) with fixed seeds: every kind of damage, a
+"""The results-tree fuzzer (bench/fuzz.py) with fixed seeds: every kind of damage, a
 few seeds each, on a real demo run; then every case it ever found broken, by name.
 
 Each case copies the clean run, damages it, runs `innomatrix report` in this process and checks the

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 from innomatrix import frame, stats
+from innomatrix_host import steady as steady_rules
 from trees import Trial, steady, write_trial
 
 TH = stats.Thresholds()
@@ -40,7 +41,7 @@ def test_stalls_are_zero_or_near_zero_intervals_counted_in_episodes():
     ([0, 0, 0, 0, 0], False),
 ])
 def test_snia_window(rounds, steady):
-    assert stats.steady_window(np.array(rounds, float), TH.ss_range, TH.ss_slope) is steady
+    assert steady_rules.window_is_steady([float(v) for v in rounds], TH.ss_range, TH.ss_slope) is steady
 
 
 def test_steady_state_is_found_where_the_series_settles_and_the_saveable_warmup_follows():
