@@ -1,12 +1,12 @@
-"""Statistics over the tidy frame: per-cell summaries, validity flags, steady state, A/B ratios.
+"""Statistics over the tidy frame: per-trial summaries, validity flags, steady state, A/B ratios.
 
 Everything here is a pure function of arrays or of the frame's tables; nothing reads files.
-A "cell" is one trial (one cell of the plan, repeat included); tables that pool repeats do so
-from these rows.
+`cells` gives one row per trial (a cell of the plan, repeat included, as measured; README's
+glossary); tables that pool a configuration's repeats do so from these rows.
 
 Definitions (the thresholds are `Thresholds`, shown in the report):
 - measured: intervals after the warmup (the frame's `measured` column).
-- stall: a measured interval whose throughput is at most `stall_fraction` of the cell's median
+- stall: a measured interval whose throughput is at most `stall_fraction` of the trial's median
   (zero throughput always counts); an episode is a run of consecutive stall intervals.
 - error rate: sysbench's ignored errors (deadlocks, ...) per transaction; flagged only above
   `error_ratio`, because under pareto a few per minute are normal.
