@@ -368,13 +368,13 @@ def planned_cell(plan_path: str, cell_id: str) -> dict:
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     mark_started_processes("trial")
+    if module.check_mode:  # --check writes no plan.json: nothing to read, nothing run
+        module.exit_json(changed=True, msg=f"would run {module.params['cell']}")
     try:
         cell = planned_cell(module.params["plan"], module.params["cell"])
     except TrialError as exc:
         module.fail_json(msg=str(exc))
     p = {**module.params, "cell": cell}
-    if module.check_mode:
-        module.exit_json(changed=True, msg=f"would run {cell['id']}")
 
     raw_device = cell["workload"] == "fileio"
     final = Path(p["run_dir"]) / cell["path"]

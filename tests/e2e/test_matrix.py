@@ -145,8 +145,15 @@ def test_plain_rerun_runs_nothing(env):
     ok(done)
     assert "4 cells: 0 to run, 4 already finished" in done.stdout
     after = snapshot(env.run_dir / "localhost")
-    # Only the host record changes: it gains this session.
+    # Only the host record changes: it gains this session; and plan.json is this session's plan
+    # (the one before was the single-buffer-pool rerun's): every cell, each as the trial ran it.
     assert after.pop("host.json") != before.pop("host.json")
+    plan = json.loads((env.run_dir / "localhost" / "plan.json").read_text())
+    assert sorted(cell["path"] for cell in plan["cells"]) == sorted(
+        str(path.parent.relative_to(env.run_dir)) for path in (env.run_dir / "localhost").rglob("r1/trial.json"))
+    assert all(cell["key"] == json.loads((env.run_dir / cell["path"] / "trial.json").read_text())["key"]
+               for cell in plan["cells"])
+    after.pop("plan.json"), before.pop("plan.json")
     assert after == before
     assert len(json.loads((env.run_dir / "run.json").read_text())["sessions"]) == sessions + 1
 

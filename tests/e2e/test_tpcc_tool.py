@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix_host import runtime, sysbench
+from innomatrix_host import runtime
 from innomatrix_host import tpcc as tpcc_parse
 from innomatrix_host import tpcc_tool as tool
 

@@ -150,14 +150,18 @@ def test_every_entry_point_entered_is_specified() -> None:
 @pytest.mark.parametrize("role", ROLES)
 def test_options_and_defaults_name_the_same_variables(role: str) -> None:
     # What a role takes from another role (`<other>_facts`, tests/unit/test_role_inputs.py) has no
-    # default: a role started without it is refused by Ansible's argument check.
-    names = {name for name in every_option(role) if not name.endswith("_facts")}
+    # default: a role started without it is refused by Ansible's argument check. A required input
+    # may go without one too (a default, even an empty one, would always pass that check).
+    options = {name: option for name, option in every_option(role).items() if not name.endswith("_facts")}
+    names = set(options)
     found = defaults(role)
     if found is None:
-        assert names == set(), f"{role} has options {sorted(names)} but no defaults/main.yml"
+        assert {name for name in names if not options[name].get("required")} == set(), \
+            f"{role} has options {sorted(names)} but no defaults/main.yml"
         return
-    assert set(found) == names, (
-        f"{role}: only in the spec: {sorted(names - set(found))}; only in defaults: {sorted(set(found) - names)}"
+    undefaulted = {name for name in names - set(found) if not options[name].get("required")}
+    assert set(found) <= names and undefaulted == set(), (
+        f"{role}: only in the spec: {sorted(undefaulted)}; only in defaults: {sorted(set(found) - names)}"
     )
 
 
@@ -191,8 +195,8 @@ def test_other_entry_points_agree_with_the_defaults(role: str) -> None:
     first = every_option(role)
     for entry in specs(role):
         for name, option in options(role, entry).items():
-            if name.endswith("_facts"):
-                continue  # another role's (or its own) returned fact: no default, by design
+            if name.endswith("_facts") or option.get("required"):
+                continue  # a returned fact or a required input: no default, by design
             assert name in found, f"{role}.{entry}.{name} has no default in defaults/main.yml"
             assert option.get("type") == first[name].get("type"), f"{role}.{entry}.{name}"
             if "default" in option:
