@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from innomatrix import mycnf, plan, results
+from innomatrix import mycnf, plan, results, tree
 from innomatrix.knobs import KnobError, picked
 
 
@@ -36,7 +36,7 @@ def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dic
     """The plan for one host; a bad knob becomes one line of error, not a traceback."""
     try:
         return plan.expand(knobs, plan.context(facts, cnf_dir), results.finished(run_dir))
-    except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
+    except (KnobError, plan.PlanError, mycnf.MyCnfError, tree.TreeError) as exc:  # a damaged run: one line
         raise AnsibleFilterError(str(exc)) from None
 
 

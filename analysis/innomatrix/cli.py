@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from innomatrix import mycnf, plan, results
+from innomatrix import mycnf, plan, results, tree
 from innomatrix.knobs import KnobError, parse_size
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         }
         ctx = plan.context(facts, args.cnf_dir)
         the_plan = plan.expand(knobs, ctx, results.finished(run_dir))
-    except (KnobError, plan.PlanError, mycnf.MyCnfError) as exc:
+    except (KnobError, plan.PlanError, mycnf.MyCnfError, tree.TreeError) as exc:  # a damaged run: one line
         return _usage(str(exc))
     print("\n".join(plan.describe(the_plan)))
     return 0

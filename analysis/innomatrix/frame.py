@@ -1,6 +1,6 @@
 """A results tree as one tidy long table: one row per interval per metric per trial.
 
-`load(run_dir)` reads every trial directory (`layout.trial_dirs`) and returns a `Frame`:
+`load(run_dir)` reads every trial directory (`tree.trial_dirs`) and returns a `Frame`:
 
 - `intervals`: columns `trial` (the trial's path under the run), `t` (seconds since the driver
   started, on the driver's interval grid), `metric` (`driver.tps`, `vmstat.wa`, `iostat.util`,
@@ -32,10 +32,9 @@ summary in trial.json that its log no longer gives) marks the trial (`marks`, sh
 
 from __future__ import annotations
 
-import json
+import math
 import multiprocessing
 import os
-import re
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field

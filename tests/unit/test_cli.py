@@ -214,6 +214,16 @@ def test_memory_defaults_to_this_machines(tmp_path: Path, capsys: pytest.Capture
     )
 
 
+def test_plan_of_a_damaged_run_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "main" / "db1" / "ext4"
+    run.mkdir(parents=True)
+    (run / "oltp").symlink_to("/etc")
+    argv = [*BASE_ARGS, "--results", str(tmp_path), "--host", "db1", "-e", "filesystems=ext4"]
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("innomatrix: ") and "symlink" in err and err.count("\n") == 1
+
+
 def test_plan_without_defaults_uses_the_documented_knobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["plan", "--memory", "64G", "--results", str(tmp_path)]) == 0
     assert capsys.readouterr().out == expected_output(group_vars(), context(memory=64 * G))

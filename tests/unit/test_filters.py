@@ -152,6 +152,18 @@ def test_innomatrix_plan_turns_a_conflict_into_a_filter_error(tmp_path: Path) ->
     assert filters.innomatrix_plan({**KNOBS, "force": "true"}, FACTS, CNF_DIR, str(tmp_path))["counts"]["todo"] == 8
 
 
+def test_innomatrix_plan_turns_a_damaged_run_into_a_filter_error(tmp_path: Path) -> None:
+    """The resume check reads the run as the report does: a symlink in it is one line, not a traceback."""
+    run = tmp_path / "main"
+    cell = filters.innomatrix_plan(KNOBS, FACTS, CNF_DIR, str(run))["cells"][0]
+    (run / cell["path"]).mkdir(parents=True)
+    (run / cell["path"] / "trial.json").symlink_to("/etc/hostname")
+    with pytest.raises(AnsibleFilterError) as exc:
+        filters.innomatrix_plan(KNOBS, FACTS, CNF_DIR, str(run))
+    assert "symlink" in exc.value.message and cell["path"] in exc.value.message
+    assert "\n" not in exc.value.message and exc.value.__suppress_context__ is True
+
+
 def test_innomatrix_plan_turns_a_bad_cnf_dir_into_a_filter_error(tmp_path: Path) -> None:
     with pytest.raises(AnsibleFilterError) as exc:
         filters.innomatrix_plan(KNOBS, FACTS, str(tmp_path), str(tmp_path / "main"))

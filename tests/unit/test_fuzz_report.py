@@ -10,6 +10,7 @@ the tree. Drawing the figures takes half a second a report: they are drawn in on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -112,6 +113,14 @@ REGRESSIONS = {
     # vmstat's since-boot line after the first sample: the first sample was dropped in its place,
     # and the since-boot averages read as a sample.
     "vmstat since-boot line second": (DEMO_FILEIO, lambda trial: _swap_lines(trial / "vmstat.log", 3)),
+    # trial.json without times.ended: the log budget fell back on the planned time through an
+    # unimported module (a NameError traceback).
+    "trial.json loses times.ended": (TINY, lambda trial: _drop_line(trial / "trial.json", b'"ended"')),
+    # A noise floor without its spread: read as None, a TypeError in the noise note (a traceback).
+    "noise floor without sd_log": (DEMO_OLTP, lambda trial: (trial.parents[5] / "host.json").write_text(json.dumps(
+        {**json.loads((trial.parents[5] / "host.json").read_text()),
+         "noise_floors": [{"device": "loop:/var/lib/innomatrix/demo-disk.img", "workload": "oltp",
+                           "server": "mariadb 10.11", "layout": "plain", "df": 2, "trials": 6}]}))),
 }
 
 

@@ -83,6 +83,44 @@ def test_a_side_of_one_trial_takes_the_floor_and_the_other_side_keeps_its_own_sp
     assert verdict.verdict == stats.SAME and verdict.source == stats.FROM_FLOORS
 
 
+def test_two_floors_combine_and_one_floor_on_both_sides_keeps_its_own_degrees_of_freedom():
+    # Within one run, 1 trial a side: the floors are the whole interval.
+    a, b = np.array([1000.0]), np.array([900.0])
+    same = stats.between_runs(a, b, floors=(floor(), floor()))
+    other = stats.between_runs(a, b, floors=(floor(), floor(host="db2")))
+    # Equal spreads, two estimates: Welch-Satterthwaite gives 14 degrees, a narrower interval.
+    assert other.high < same.high and other.low > same.low
+
+
+def test_aa_with_a_floor_says_no_difference_about_95_percent_of_the_time():
+    rng = np.random.default_rng(7)
+    sd_log, trials = 0.05, 8
+    verdicts = []
+    for _ in range(2000):
+        # The floor measured from its own 8 trials, then one A/A pair of the same noise judged by it.
+        measured = float(np.std(rng.normal(0.0, sd_log, trials), ddof=1))
+        pair = np.exp(rng.normal(math.log(1000.0), sd_log, 2))
+        verdicts.append(stats.between_runs(pair[:1], pair[1:], floors=(floor(measured, trials - 1),) * 2).differs)
+    assert 0.02 <= sum(verdicts) / len(verdicts) <= 0.08
+
+
+def test_a_known_large_effect_is_found_every_time_with_the_right_sign():
+    rng = np.random.default_rng(8)
+    sd_log = 0.03
+    for _ in range(200):
+        measured = float(np.std(rng.normal(0.0, sd_log, 8), ddof=1))
+        fast = np.exp(rng.normal(math.log(1500.0), sd_log, 1))
+        slow = np.exp(rng.normal(math.log(1000.0), sd_log, 1))
+        verdict = stats.between_runs(fast, slow, floors=(floor(measured),) * 2)
+        assert verdict.differs and verdict.low > 1, verdict
+
+
+def test_minimum_detectable_effect_at_one_trial_needs_the_floors_degrees_of_freedom():
+    assert math.isnan(stats.minimum_detectable_effect(0.04, 1))
+    assert stats.minimum_detectable_effect(0.04, 1, df=7) == pytest.approx(math.exp(2.3646 * 0.04 * math.sqrt(2)) - 1,
+                                                                           rel=1e-3)
+
+
 # --- two runs: each run moves as a whole ----------------------------------------------------------
 
 def test_two_runs_without_floors_get_no_verdict_from_their_trials_however_far_apart():
@@ -217,6 +255,23 @@ def test_runs_that_cannot_give_a_floor_are_a_one_line_error(tmp_path, capsys, ru
     _, err = capsys.readouterr()
     [error] = [line for line in err.splitlines() if ": loaded " not in line]  # progress aside: one line
     assert message in error, err
+
+
+def test_runs_whose_ok_trials_are_in_one_run_only_are_a_one_line_error(tmp_path, capsys):
+    """Two runs, but every ok trial in the first: no workload and server has a floor, and noise says so
+    rather than recording nothing and exiting 0."""
+    first = repeated_run(tmp_path / "noise-1", 1000.0, repeats=3, seed=1)
+    second = tmp_path / "noise-2"
+    for repeat in range(1, 4):
+        write_trial(second, Trial(tps=steady(30, 1000.0, 0.02, seed=repeat), host="db1", repeat=repeat, warmup_s=5,
+                                  status="failed", reasons=("the server died",), seed=repeat))
+    host_json(second, "db1")
+    assert cli.main(["noise", str(first), str(second)]) == 2
+    _, err = capsys.readouterr()
+    [error] = [line for line in err.splitlines() if ": loaded " not in line]
+    assert f"db1 has no workload and server with 3 ok trials of one configuration in two or more runs (oltp on {SERVER}: " \
+           "ok in 1 run(s), at most 3 trials of one configuration)" in error, err
+    assert "noise_floors" not in json.loads((first / "db1" / "host.json").read_text())
 
 
 def test_a_floor_from_two_runs_holds_how_far_a_whole_run_moves(tmp_path):

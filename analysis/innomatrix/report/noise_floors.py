@@ -77,15 +77,23 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
             raise NoiseError(f"{host} ran on more than one device in these runs ("
                              f"{', '.join(f'{device} in {run}' for run, device in devices.items())}): a floor belongs "
                              "to one device")
+        lacking, before = [], len(floors)
         for (workload, server), measured in mine.groupby(["workload", "server"], sort=True):
             runs_here = sorted(set(measured.loc[measured["status"] == "ok", "run"]))
             if len(runs_here) < 2 or _most_trials(measured) < MIN_TRIALS:
-                continue  # what it ran too little of gets no floor; the lines say which it got
+                # what it ran too little of gets no floor; the lines say which it got
+                lacking.append(f"{workload} on {server}: ok in {len(runs_here)} run(s), at most "
+                               f"{_most_trials(measured)} trials of one configuration")
+                continue
             sd_log, _, _, trials = stats.pooled_spread(measured)
             floors.append(stats.HostFloor(
                 host=host, device=next(iter(devices.values())), sd_log=sd_log, df=len(runs_here) - 1, trials=trials,
                 run="+".join(runs_here), measured=now.strftime("%Y-%m-%dT%H:%M:%SZ"), workload=str(workload),
                 server=str(server)))
+        if len(floors) == before:
+            raise NoiseError(f"{names}: {host} has no workload and server with {MIN_TRIALS} ok trials of one "
+                             f"configuration in two or more runs ({'; '.join(lacking)}); run one configuration "
+                             "with repeats=3 or more in two or more runs, then innomatrix noise on all of them")
     return floors
 
 
@@ -133,13 +141,20 @@ def _floors_in(path: Path) -> list[stats.HostFloor]:
     fields = Fields(found, path)
     if not isinstance(found[NOISE_KEY], list):
         raise fields.fail(f"{NOISE_KEY} is not a list")
+    def required(value: Any, name: str) -> Any:
+        if value is None:  # a floor without its spread or degrees of freedom judges nothing
+            raise fields.fail(f"{name} is missing")
+        return value
+
     floors = []
     for index in range(len(found[NOISE_KEY])):
         at = f"{NOISE_KEY}.{index}"
         floors.append(stats.HostFloor(
             host=path.parent.name, device=fields.text(f"{at}.device") or "",
-            sd_log=fields.number(f"{at}.sd_log", *SD_LOG), df=fields.integer(f"{at}.df", 1, 100_000),
-            trials=fields.integer(f"{at}.trials", 2, 10_000_000), run=fields.text(f"{at}.run") or "",
+            sd_log=required(fields.number(f"{at}.sd_log", *SD_LOG), f"{at}.sd_log"),
+            df=required(fields.integer(f"{at}.df", 1, 100_000), f"{at}.df"),
+            trials=required(fields.integer(f"{at}.trials", 2, 10_000_000), f"{at}.trials"),
+            run=fields.text(f"{at}.run") or "",
             measured=fields.text(f"{at}.measured") or "", workload=fields.text(f"{at}.workload") or "",
             server=fields.text(f"{at}.server") or "", layout=fields.text(f"{at}.layout") or stats.PLAIN))
     return floors
