@@ -151,7 +151,8 @@ def test_every_entry_point_entered_is_specified() -> None:
 def test_options_and_defaults_name_the_same_variables(role: str) -> None:
     # What a role takes from another role (`<other>_facts`, tests/unit/test_role_inputs.py) has no
     # default: a role started without it is refused by Ansible's argument check. A required input
-    # may go without one too (a default, even an empty one, would always pass that check).
+    # has none either: Ansible checks the task's variables, role defaults included, so a default,
+    # even an empty one, would always pass that check.
     options = {name: option for name, option in every_option(role).items() if not name.endswith("_facts")}
     names = set(options)
     found = defaults(role)
@@ -160,8 +161,10 @@ def test_options_and_defaults_name_the_same_variables(role: str) -> None:
             f"{role} has options {sorted(names)} but no defaults/main.yml"
         return
     undefaulted = {name for name in names - set(found) if not options[name].get("required")}
-    assert set(found) <= names and undefaulted == set(), (
-        f"{role}: only in the spec: {sorted(undefaulted)}; only in defaults: {sorted(set(found) - names)}"
+    required_with_default = {name for name in set(found) & names if options[name].get("required")}
+    assert set(found) <= names and undefaulted == set() and required_with_default == set(), (
+        f"{role}: only in the spec: {sorted(undefaulted)}; only in defaults: {sorted(set(found) - names)}; "
+        f"required yet defaulted: {sorted(required_with_default)}"
     )
 
 
