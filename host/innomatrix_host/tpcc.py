@@ -365,8 +365,9 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dic
     is recorded but does not invalidate: ``response_time_ng`` (tpcc-mysql runs without think
     time, so its response-time checks usually fail), ``sql_errors`` (retried statements),
     ``new_orders_after_last_interval`` (see ``tpmc_tool_beyond_intervals``) and
-    ``stall_intervals``. Which intervals are stalls is sysbench.stall_flags' judgement (the one the
-    report applies too), on the New-Order rate; latency medians leave stalls out.
+    ``stall_intervals``. The median New-Order rate, which intervals are stalls and the p95 median
+    outside them are sysbench.trial_figures' (the one definition the report applies too); the p99
+    median leaves the same stalls out.
     """
     if interval_s <= 0:
         raise ValueError(f"interval_s must be positive, got {interval_s}")
@@ -376,9 +377,10 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dic
     measured = [interval for interval in parsed["intervals"] if interval["t"] >= first]
     measured_new_orders = sum(interval["new_order_count"] for interval in measured)
     whole_run_new_orders = sum(interval["new_order_count"] for interval in parsed["intervals"])
-    stalled = sysbench.stall_flags([float(interval["new_order_count"]) for interval in measured])
-    busy = [interval for interval, stall in zip(measured, stalled) if not stall]
-    stalls = sum(stalled)
+    figures = sysbench.trial_figures([interval["new_order_count"] * 60 / interval_s for interval in measured],
+                                     [interval["p95_ms"] for interval in measured])
+    busy = [interval for interval, stall in zip(measured, figures["stalls"]) if not stall]
+    stalls = sum(figures["stalls"])
 
     reasons: list[str] = []
     final_tables = parsed.get("final_tables", True)
@@ -419,10 +421,9 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dic
         "tpmc_whole_run": _tpmc(whole_run_new_orders, len(parsed["intervals"]) * interval_s),
         "tpmc_tool_beyond_intervals": beyond,
         "tpmc_measured": _tpmc(measured_new_orders, len(measured) * interval_s),
-        "throughput_median": (statistics.median(interval["new_order_count"] * 60 / interval_s for interval in measured)
-                              if measured else None),
+        "throughput_median": figures["throughput_median"],
         "throughput_unit": "tpmC",
-        "latency_p95_ms_median": statistics.median(i["p95_ms"] for i in busy) if busy else None,
+        "latency_p95_ms_median": figures["latency_median"],
         "latency_p99_ms_median": statistics.median(i["p99_ms"] for i in busy) if busy else None,
         "intervals_measured": len(measured),
         "new_orders_measured": measured_new_orders,

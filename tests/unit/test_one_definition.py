@@ -53,9 +53,9 @@ def test_a_changed_definition_changes_both(tmp_path, monkeypatch) -> None:
     assert host["latency_p95_ms_median"] is None and report["latency_ms_median"] != report["latency_ms_median"]
 
 
-def test_tpcc_host_summary_and_report_agree_on_stalls_and_medians(tmp_path) -> None:
-    """tpcc: an interval of 3 New-Orders among ~600 is a stall in the report; the host once
-    counted only intervals with none (0 stalls here), so the two disagreed on the same trial."""
+def _tpcc_both(tmp_path) -> tuple[dict, dict]:
+    """A real tpcc_start log with one interval of 3 New-Orders among ~600, summarized by the host
+    and by the report."""
     from innomatrix_host import tpcc
 
     text = (FIXTURES / "tpcc" / "tpcc_start-2wh-4c.log").read_text()
@@ -73,7 +73,13 @@ def test_tpcc_host_summary_and_report_agree_on_stalls_and_medians(tmp_path) -> N
         "durations": {"warmup_s": 0, "measured_s": 30, "report_interval_s": 5},
     }))
     report = stats.cells(frame.load(tmp_path / "run", workers=1)).iloc[0].to_dict()
-    host = tpcc.summarize(tpcc.parse_output(text), 0, 5)
+    return tpcc.summarize(tpcc.parse_output(text), 0, 5), report
+
+
+def test_tpcc_host_summary_and_report_agree_on_stalls_and_medians(tmp_path) -> None:
+    """tpcc: an interval of 3 New-Orders among ~600 is a stall in the report; the host once
+    counted only intervals with none (0 stalls here), so the two disagreed on the same trial."""
+    host, report = _tpcc_both(tmp_path)
     assert host["stall_intervals"] == report["stall_intervals"] == 1
     assert host["intervals_measured"] == report["intervals_measured"] == 6
     assert host["throughput_median"] == pytest.approx(report["throughput_median"])
@@ -94,3 +100,20 @@ def test_one_function_gives_both_their_figures(tmp_path, monkeypatch) -> None:
     assert host["throughput_median"] == report["throughput_median"] == 42.0
     assert host["latency_p95_ms_median"] == report["latency_ms_median"] == 4.2
     assert host["errors_per_s_mean"] == report["errors_per_s"] == 0.42
+
+
+def test_one_function_gives_tpcc_both_their_figures(tmp_path, monkeypatch) -> None:
+    """tpcc too: its host summary takes the median New-Order rate, the stalls and the p95 median
+    outside them from sysbench.trial_figures, as the report does."""
+    real = sysbench.trial_figures
+
+    def shifted(*args, **kwargs):
+        figures = real(*args, **kwargs)
+        return {**figures, "throughput_median": 42.0, "latency_median": 4.2,
+                "stalls": [True] + list(figures["stalls"][1:])}
+
+    monkeypatch.setattr(sysbench, "trial_figures", shifted)
+    host, report = _tpcc_both(tmp_path)
+    assert host["throughput_median"] == report["throughput_median"] == 42.0
+    assert host["latency_p95_ms_median"] == report["latency_ms_median"] == 4.2
+    assert host["stall_intervals"] == report["stall_intervals"] == 2
