@@ -46,6 +46,7 @@ demo: root venv
 
 lint: venv
 	$(BIN)/ansible-lint --profile production --offline
+	$(BIN)/python -m pyflakes analysis host bench filter_plugins tests
 
 unit: venv
 	$(BIN)/pytest -q tests/unit

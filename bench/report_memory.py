@@ -15,8 +15,6 @@ printing its exit, wall time and peak resident memory (the kernel's high-water m
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import shutil
 import subprocess
 import sys

@@ -17,7 +17,3 @@ def first_measured_t(warmup_s: float, interval_s: float) -> float:
     if interval_s <= 0:
         raise ValueError(f"report_interval_s must be positive, got {interval_s}")
     return warmup_s + interval_s - EPSILON_S
-
-
-def is_measured(t: float, warmup_s: float, interval_s: float) -> bool:
-    return t >= first_measured_t(warmup_s, interval_s)

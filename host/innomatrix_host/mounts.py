@@ -3,7 +3,7 @@
 Part of innomatrix_host: the standard library only.
 Holders are found from /proc (working directory, root, executable, open files, mapped files),
 never guessed from process names. Only processes the suite itself started — they carry
-STARTED_BY in their environment, set by runtime.mark_started_processes — are
+STARTED_BY in their environment, set by mark_started_processes below — are
 stopped, by pid; anyone else's process is named and left alone.
 """
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .runtime import tail_text
+from .runtime import tail, tail_text
 from .tpcc import redact
 
 # tpcc_load copies user, password and database into 51-byte buffers with strncpy: a longer
@@ -340,7 +340,7 @@ def _run_loaders(bin_dir: Path, conn: Connection, warehouses: int, jobs: int, lo
                 finished[job] = _job_record(job, proc, code, began, conn)
                 if code != 0:
                     failure = (f"tpcc_load {PARTS[job.part]}, warehouses {job.min_wh}-{job.max_wh}, exited {code}; "
-                               f"see {proc.log}: {tail_text(proc.log.read_text(errors='replace'), 3)}")
+                               f"see {proc.log}: {tail(proc.log, 3)}")
             if failure is None and running and time.monotonic() > deadline:
                 failure = f"the load did not finish within {timeout_s:.0f} s; see the tpcc_load logs in {log_dir}"
             time.sleep(_POLL_S if running else 0)

@@ -88,7 +88,7 @@ def test_a_mariadb_host_is_not_mistaken_for_mysql():
         for flavor in ("mysql", "percona"):
             done = server_role(base, "-e", f"mysql_server_flavor={flavor}")
             assert done.returncode != 0
-            assert (f"db-mariadb: the server installed here is mariadb (" in done.stdout
+            assert ("db-mariadb: the server installed here is mariadb (" in done.stdout
                     and f"not {flavor} as mysql_flavor asks: set mysql_flavor=mariadb for this host" in done.stdout), \
                 done.stdout[-3000:]
             assert "MySQL server | install" not in done.stdout  # nothing was installed, nor tried

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from innomatrix import frame, layout, tree
+from innomatrix import frame, tree
 from innomatrix.parse import ParseError, fast_sysbench, iostat, status, vmstat
 from trees import Trial, real_tiny, steady, write_trial
 

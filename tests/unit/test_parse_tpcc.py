@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix_host import sysbench, tpcc
+from innomatrix_host import tpcc
 
 # Stalls as the trial module judges them on the host: sysbench's rule, handed over.
 summarize = tpcc.summarize

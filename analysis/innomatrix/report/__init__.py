@@ -83,7 +83,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     steady = tables.steady_table(cells)
     per_trial = tables.cells_table(cells)
     # Host vs host only where there are hosts to compare; a one-host run's report is as it was.
-    by_host = _host_tables(run, cells, thresholds) if len(_hosts(cells)) >= 2 else None
+    by_host = _host_tables(run, cells, thresholds, host_floors) if len(_hosts(cells)) >= 2 else None
     if say:
         say(f"{run.name}: drawing figures")
     figures = plots.report_plots(frame, cells, built)
@@ -149,7 +149,7 @@ def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: S
     if len(hosts) < 2:
         raise ReportError(f"{run}: only {', '.join(hosts) or 'no host'} ran trials here; "
                           "--by host compares two or more hosts of one run")
-    by_host = _host_tables(run, cells, thresholds)
+    by_host = _host_tables(run, cells, thresholds, noise_floors.floors_for(run, hosts))
     comparison = by_host.comparison
     floor = stats.noise_floor(cells, confidence=thresholds.confidence)
     figure = plots.compare_forest(comparison, "host_a", "host_b")
@@ -288,9 +288,9 @@ class HostTables:
                 tables.markdown(self.hosts.display), *self.hosts.notes]
 
 
-def _host_tables(run: Path, cells: pd.DataFrame, thresholds: stats.Thresholds) -> HostTables:
-    """Both host tables from the one cells table (and each host's host.json for the Hosts table)."""
-    floors = noise_floors.floors_for(run, _hosts(cells))
+def _host_tables(run: Path, cells: pd.DataFrame, thresholds: stats.Thresholds, floors: stats.Floors) -> HostTables:
+    """Both host tables from the one cells table, judged by the hosts' floors (and each host's
+    host.json for the Hosts table)."""
     comparison = stats.compare_hosts(cells, thresholds, floors)
     floor = stats.noise_floor(cells, confidence=thresholds.confidence)
     sessions, notes = host_sessions(run, _hosts(cells))
