@@ -163,3 +163,22 @@ def test_the_long_table_is_every_trials_series_in_turn(tmp_path):
     expected["trial"] = pd.Categorical(expected["trial"], categories=[trial.meta["trial"] for trial in trials])
     expected["metric"] = pd.Categorical(expected["metric"], categories=sorted(set(expected["metric"])))
     pd.testing.assert_frame_equal(loaded.intervals, expected)
+
+
+def _without_collector_samples_after(trial_dir, keep: int) -> None:
+    """Keep vmstat's header, its since-boot line and its first `keep` samples: it stopped early."""
+    lines = (trial_dir / "vmstat.log").read_text().splitlines(keepends=True)
+    (trial_dir / "vmstat.log").write_text("".join(lines[:3 + keep]))
+
+
+@pytest.mark.parametrize(("intervals", "warmup_s", "marked"), [(20, 2, True), (4, 1, False)])
+def test_a_measured_window_without_a_collector_sample_is_marked_when_it_is_longer_than_the_slack(
+        tmp_path, intervals, warmup_s, marked) -> None:
+    # 18 s measured and no vmstat sample in them: the collector stopped early, the trial is marked.
+    # 3 s measured (fileio's sweep steps): whole-second time stamps on a busy host may fall either
+    # side of so short a window; its CPU figures are blank, and the trial is not marked for it.
+    trial = Trial(tps=steady(intervals, 1000.0, 0.02), warmup_s=warmup_s)
+    write_trial(tmp_path / "run", trial)
+    _without_collector_samples_after(tmp_path / "run" / trial.path, keep=1)
+    marks = frame.load(tmp_path / "run", workers=1).trials["marks"].iloc[0]
+    assert ("vmstat.log: no sample in the measured window" in marks) is marked, marks
