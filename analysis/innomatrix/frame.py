@@ -44,7 +44,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from innomatrix import bounds, layout, mycnf, record, settings, tree
+from innomatrix import bounds, layout, mycnf, record, tree
+from innomatrix_host import flags as host_flags
+from innomatrix_host import settings
 from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
 from innomatrix.parse.fast_sysbench import parse_output_columns
 from innomatrix_host import tpcc
@@ -313,22 +315,22 @@ def _on_the_trials_clock(t: np.ndarray, path: Path, meta: dict[str, Any]) -> Non
 
 
 def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
-    """The I/O settings the server ran with (`setting.<name>`, from variables.txt), and those it
-    ran otherwise than the trial's my.cnf asked. Trials from before variables.txt have none."""
+    """The I/O settings the server ran with (`setting.<name>`, from variables.txt), and what its
+    flags say of them against the trial's my.cnf (`server_flags`, innomatrix_host.flags.server,
+    as the host flagged them). Trials from before variables.txt have none."""
     found: dict[str, Any] = {f"setting.{name}": None for name in settings.IO_SETTINGS}
-    found.update(settings_not_applied="", native_aio_off=False)
+    found.update(server_flags="")
     variables, cnf = directory / "variables.txt", directory / "my.cnf"
     if not os.path.lexists(variables):
         return found
     running = settings.effective(tree.read_text(variables))
     found.update({f"setting.{name}": value for name, value in running.items()})
-    found["native_aio_off"] = settings.native_aio_off(running)
     try:
-        wanted = settings.asked(tree.read_text(cnf), str(cnf)) if os.path.lexists(cnf) else {}
+        wanted = mycnf.asked_settings(tree.read_text(cnf), str(cnf)) if os.path.lexists(cnf) else {}
     except mycnf.MyCnfError as exc:
         notes.append(f"my.cnf: {exc}")
         wanted = {}
-    found["settings_not_applied"] = "; ".join(settings.not_applied(wanted, running))
+    found["server_flags"] = "; ".join(flag["text"] for flag in host_flags.server(wanted, running))
     return found
 
 

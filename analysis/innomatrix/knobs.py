@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from innomatrix_host import numbers
 
 FILESYSTEMS = ("ext4", "xfs")
 WORKLOADS = ("oltp", "tpcc", "fileio")
@@ -21,8 +22,6 @@ RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 # The order of a filesystem pass's cells (plan._ordered).
 ORDERS = ("interleaved", "grouped", "random")
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
-_FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 class KnobError(ValueError):
@@ -117,22 +116,19 @@ def as_list(name: str, value: Any) -> list[str]:
 
 
 def parse_size(name: str, text: Any) -> int:
-    """'128M', '1.5G', '4GiB' or a byte count → bytes."""
-    match = _SIZE.match(str(text))
-    if not match:
-        raise KnobError(f"{name}: cannot read size {text!r}; use bytes or a number with K, M, G or T (e.g. 128M, 25G)")
-    number, unit = match.groups()
-    size = int(float(number) * _FACTORS[unit.upper()])
-    if size <= 0:
-        raise KnobError(f"{name}: size {text!r} must be larger than zero")
-    return size
+    """'128M', '1.5G', '4GiB' or a byte count → bytes (innomatrix_host.numbers reads it: the host
+    compares the sizes a server ran with by the same rule)."""
+    try:
+        return numbers.parse_size(name, text)
+    except numbers.SizeError as exc:
+        raise KnobError(str(exc)) from None
 
 
 def size_label(size: int) -> str:
     """Bytes → the shortest exact label (128M, 25G), used in result paths."""
     for unit in ("T", "G", "M", "K"):
-        if size % _FACTORS[unit] == 0:
-            return f"{size // _FACTORS[unit]}{unit}"
+        if size % numbers.SIZE_FACTORS[unit] == 0:
+            return f"{size // numbers.SIZE_FACTORS[unit]}{unit}"
     return str(size)
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from innomatrix.knobs import FLAVORS, KnobError, parse_size
+from innomatrix_host.settings import IO_SETTINGS
 
 Options = dict[str, str | None]
 Version = tuple[int, ...]
@@ -124,6 +125,12 @@ def parse_cnf(text: str, source: str) -> Options:
         if group in SERVER_GROUPS:
             options[name] = value
     return options
+
+
+def asked_settings(text: str, source: str = "my.cnf") -> dict[str, str | None]:
+    """The I/O settings an option file sets (server groups, later wins): what a trial asked of its
+    server, compared with what it ran by innomatrix_host.settings."""
+    return {name: value for name, value in parse_cnf(text, source).items() if name in IO_SETTINGS}
 
 
 # ---------------------------------------------------------------- variants

@@ -405,12 +405,14 @@ def _render_mycnf(spec: dict[str, Any], ctx: Context, cells: list[dict[str, Any]
             overrides = {**spec["mycnf_overrides"], "innodb_buffer_pool_size": bp_size}
             text, notes = mycnf.render_variant(ctx.cnf_dir, variant, ctx.server_flavor, ctx.server_version,
                                                set(ctx.server_known_options or ()), overrides)
-            rendered[variant, bp_size] = {"text": text, "notes": notes}
+            # What the trial compares with the settings its server reports (its flags).
+            asked = mycnf.asked_settings(text, f"variant {variant}")
+            rendered[variant, bp_size] = {"text": text, "notes": notes, "asked": asked}
         return rendered[variant, bp_size]
 
     for cell in cells:
         if cell["workload"] == "fileio":  # the device alone: no server, no my.cnf
-            cell["mycnf"], cell["dataset"]["mycnf"] = {"text": "", "notes": []}, ""
+            cell["mycnf"], cell["dataset"]["mycnf"] = {"text": "", "notes": [], "asked": {}}, ""
             continue
         cell["mycnf"] = render(cell["variant"], cell["bp_size"])
         cell["dataset"]["mycnf"] = render("A", k.size_label(max(spec["bp_sizes"])))["text"]

@@ -186,7 +186,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "fatal": "",
         "driver_complete": True,
         "driver_breaks": "",
-        "driver_flags": "; ".join(fields.texts("flags")),
+        "driver_flags": "; ".join(_driver_flags(fields)),
         "fileio_run_p95_ms": fields.number("fileio.run_latency_p95_ms", 0, 1e7),
         "fileio_run_p99_ms": fields.number("fileio.run_latency_p99_ms", 0, 1e7),
         "iostat_truncated": False,
@@ -194,6 +194,17 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "marks": marks,
         **decided,
     }
+
+
+def _driver_flags(fields: Fields) -> list[str]:
+    """The driver's own judgements (tpcc-mysql's): `driver_flags`, or, in a trial.json from before
+    the host wrote its flags (objects, which the report finds again from the logs), `flags`."""
+    if fields.raw("driver_flags") is not None:
+        return fields.texts("driver_flags")
+    recorded = fields.raw("flags")
+    if isinstance(recorded, list) and all(isinstance(item, dict) for item in recorded):
+        return []
+    return fields.texts("flags")
 
 
 def _within(fields: Fields, what: str, value: float, low: float, high: float) -> float:

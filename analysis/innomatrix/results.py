@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from innomatrix import layout, tree
+from innomatrix_host import flags
 
 
 def finished(run_dir: str | Path) -> dict[str, dict[str, Any]]:
@@ -44,6 +45,9 @@ def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, Any]:
         throughput = _figure(summary.get("throughput_median"), summary.get("throughput_unit") or "")
         latency = _figure(summary.get("latency_p95_ms_median"), "ms p95")
         line = f"{cell['id']:<40} {throughput:>14} {latency:>14}  {trial['status']}"
+        recorded = trial.get("flags")
+        if isinstance(recorded, list) and all(isinstance(found, dict) and isinstance(found.get("label"), str) for found in recorded):
+            line += f", {flags.labels(recorded)}" if recorded else ""
         decided = (trial.get("durations") or {}).get("adaptive")
         if isinstance(decided, dict) and decided.get("end_s") is not None:
             line += (f"  warmup {decided['measure_start_s']:g} s ({decided['warmup_decided_by']}), measured "

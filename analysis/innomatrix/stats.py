@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from innomatrix_host import flags as host_flags
 from innomatrix_host import steady
 from innomatrix.frame import NOT_APPLICABLE, Frame
 from innomatrix_host import sysbench as sysbench_log
@@ -41,8 +42,8 @@ THROUGHPUT = "driver.throughput"
 class Thresholds:
     stall_fraction: float = sysbench_log.STALL_FRACTION
     error_ratio: float = 0.01
-    reads_per_s: float = 1.0
-    cpu_floor_pct: float = 5.0
+    reads_per_s: float = host_flags.READS_PER_S
+    cpu_floor_pct: float = host_flags.CPU_FLOOR_PCT
     short_tolerance_intervals: int = 1
     ss_round_intervals: int = steady.ROUND_INTERVALS
     ss_window: int = steady.WINDOW_ROUNDS
@@ -75,15 +76,8 @@ def stall_mask(throughput: np.ndarray, fraction: float, other_work: np.ndarray |
 
 
 def episodes(mask: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of True as (first index, length)."""
-    mask = np.asarray(mask, dtype=bool)
-    if not mask.any():
-        return []
-    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
-    edges = np.diff(padded)
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    return [(int(s), int(e - s)) for s, e in zip(starts, ends)]
+    """Runs of True as (first index, length) (innomatrix_host.flags.episodes)."""
+    return host_flags.episodes(np.asarray(mask, dtype=bool).tolist())
 
 
 @dataclass(frozen=True)
@@ -429,7 +423,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     else:
         row.update({"ss_round_s": float("nan"), "ss_first_s": None, "ss_at_measure_start": None,
                     "ss_warmup_saveable_s": 0.0})
-    reasons = flags(row, meta, th)
+    reasons = flags(row, meta, th, figures["stalls"])
     row["flagged"] = bool(reasons)
     row["flags"] = "; ".join(reasons)
     return row
@@ -443,8 +437,9 @@ DRIVER_FLAGS = {
 }
 
 
-def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
-    """Why a cell's figures should not be taken at face value; empty when there is no reason."""
+def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds, stalled: list[bool]) -> list[str]:
+    """Why a cell's figures should not be taken at face value; empty when there is no reason.
+    What the host can know too (stalls, resources, server settings) is innomatrix_host.flags'."""
     reasons = []
     if meta["status"] != "ok":
         reasons.append(f"trial {meta['status']}" + (f": {meta['reasons']}" if meta["reasons"] else ""))
@@ -459,9 +454,7 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
             reasons.append(DRIVER_FLAGS.get(flag, f"driver: {flag}"))
     if row["intervals_measured"] == 0:
         reasons.append("no interval measured after the warmup")
-    if row["stall_intervals"]:
-        reasons.append(f"stalls: {row['stall_intervals']} intervals in {row['stall_episodes']} episodes "
-                       f"(longest {row['stall_longest_s']:g} s)")
+    reasons += [found["text"] for found in [host_flags.stalls(stalled, float(meta["report_interval_s"]))] if found]
     if row["reconnects"] and row["reconnects"] > 0:
         reasons.append(f"reconnects: {row['reconnects']:g}")
     if row["errors_per_trx"] > th.error_ratio:
@@ -471,21 +464,12 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds) -> list[str]:
         short = asked - row["measured_s"]
         if short > th.short_tolerance_intervals * float(meta["report_interval_s"]) + 1e-9:
             reasons.append(f"short: {row['measured_s']:g} s measured of {asked:g} s asked")
-    # Raw-device cells have no buffer pool, and write tests read nothing on purpose; an I/O
-    # benchmark that keeps the CPU busy is still measuring the device.
-    server_cell = meta["workload"] != "fileio"
-    if server_cell and row["dev_r_s"] < th.reads_per_s:
-        reasons.append(f"buffer pool holds the dataset: device reads {row['dev_r_s']:.2g}/s")
-    if server_cell and row["cpu_id"] < th.cpu_floor_pct and row["cpu_wa"] < th.cpu_floor_pct:
-        reasons.append(f"CPU-bound: idle {row['cpu_id']:.0f} %, iowait {row['cpu_wa']:.0f} %")
+    reasons += [found["text"] for found in host_flags.resources(meta["workload"], row["dev_r_s"], row["cpu_id"],
+                                                                row["cpu_wa"], th.reads_per_s, th.cpu_floor_pct)]
     if meta.get("iostat_truncated"):
         reasons.append("iostat.json cut short (read up to its last complete sample)")
-    # A storage benchmark without native AIO, or with a setting the server changed, measures
-    # another configuration than the one named.
-    if meta.get("native_aio_off"):
-        reasons.append("native AIO off: the server ran innodb_use_native_aio=OFF (see its mysqld.err)")
-    if meta.get("settings_not_applied"):
-        reasons.append(f"server ran without what my.cnf asked: {meta['settings_not_applied']}")
+    if meta.get("server_flags"):
+        reasons.append(meta["server_flags"])
     reasons += [mark for mark in str(meta.get("marks") or "").split("; ") if mark]
     recorded = meta.get("recorded_median")
     if (meta["status"] == "ok" and not meta.get("driver_breaks") and recorded is not None and not pd.isna(recorded)

@@ -304,9 +304,10 @@ class Collectors:
         self.status = StatusSampler(server, out / "status.log", interval) if server else None
 
     def start(self) -> None:
-        # C.UTF-8 and S_TIME_FORMAT=ISO keep iostat's and vmstat's time stamps in ISO form;
-        # INNOMATRIX_TRIAL names the trial, so a stray collector can be traced to its cell.
-        env = dict(os.environ, LC_ALL="C.UTF-8", S_TIME_FORMAT="ISO", INNOMATRIX_TRIAL=str(self.out))
+        # C.UTF-8 and S_TIME_FORMAT=ISO keep iostat's and vmstat's time stamps in ISO form, TZ=UTC
+        # on the driver's clock whatever the host's zone; INNOMATRIX_TRIAL names the trial, so a
+        # stray collector can be traced to its cell.
+        env = dict(os.environ, LC_ALL="C.UTF-8", S_TIME_FORMAT="ISO", TZ="UTC", INNOMATRIX_TRIAL=str(self.out))
         for name, argv in self.specs.items():
             self.procs.append(spawn(argv, self.out / name, env=env))
         if self.status:

@@ -517,6 +517,19 @@ def _latency_pct(measured: list[dict[str, Any]]) -> float | None:
     )
 
 
+def _figures(measured: list[dict[str, Any]], is_oltp: bool) -> dict[str, Any]:
+    return trial_figures([_throughput(interval) for interval in measured],
+                         [interval["lat_ms"] for interval in measured],
+                         [interval["err_s"] for interval in measured] if is_oltp else None,
+                         [interval.get("fsyncs_s", 0.0) for interval in measured])
+
+
+def measured_stalls(intervals: list[dict[str, Any]], warmup_s: float, report_interval_s: float) -> list[bool]:
+    """Which measured intervals are stalls, as summarize counts them (for the trial's flags)."""
+    measured = _measured(intervals, warmup_s, report_interval_s)
+    return _figures(measured, bool(measured) and measured[0]["kind"] == "oltp")["stalls"]
+
+
 def summarize(
     intervals: list[dict[str, Any]], warmup_s: float, report_interval_s: float
 ) -> dict[str, Any]:
@@ -531,10 +544,7 @@ def summarize(
     kind = _single_value([interval["kind"] for interval in intervals], "kinds")
     measured = _measured(intervals, warmup_s, report_interval_s)
     is_oltp = kind == "oltp" and bool(measured)
-    figures = trial_figures([_throughput(interval) for interval in measured],
-                            [interval["lat_ms"] for interval in measured],
-                            [interval["err_s"] for interval in measured] if is_oltp else None,
-                            [interval.get("fsyncs_s", 0.0) for interval in measured])
+    figures = _figures(measured, is_oltp)
     return {
         "throughput_median": figures["throughput_median"],
         "throughput_unit": _THROUGHPUT_UNITS.get(kind),

@@ -350,6 +350,21 @@ def _tool_agreement(parsed: dict[str, Any]) -> tuple[int | None, str | None]:
     return (round(beyond) if beyond > slack else 0), None
 
 
+def _measured(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> list[dict[str, Any]]:
+    first = first_measured_t(warmup_s, interval_s)
+    return [interval for interval in parsed["intervals"] if interval["t"] >= first]
+
+
+def _figures(measured: list[dict[str, Any]], interval_s: float) -> dict[str, Any]:
+    return sysbench.trial_figures([interval["new_order_count"] * 60 / interval_s for interval in measured],
+                                  [interval["p95_ms"] for interval in measured])
+
+
+def measured_stalls(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> list[bool]:
+    """Which measured intervals are stalls, as summarize counts them (for the trial's flags)."""
+    return _figures(_measured(parsed, warmup_s, interval_s), interval_s)["stalls"]
+
+
 def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dict[str, Any]:
     """Summarise one trial from ``parse_output``'s result, ignoring the warmup.
 
@@ -373,12 +388,10 @@ def summarize(parsed: dict[str, Any], warmup_s: float, interval_s: float) -> dic
         raise ValueError(f"interval_s must be positive, got {interval_s}")
     if parsed["interval_s"] is not None and parsed["interval_s"] != interval_s:
         raise ValueError(f"the output reports every {parsed['interval_s']} s, not every {interval_s} s")
-    first = first_measured_t(warmup_s, interval_s)
-    measured = [interval for interval in parsed["intervals"] if interval["t"] >= first]
+    measured = _measured(parsed, warmup_s, interval_s)
     measured_new_orders = sum(interval["new_order_count"] for interval in measured)
     whole_run_new_orders = sum(interval["new_order_count"] for interval in parsed["intervals"])
-    figures = sysbench.trial_figures([interval["new_order_count"] * 60 / interval_s for interval in measured],
-                                     [interval["p95_ms"] for interval in measured])
+    figures = _figures(measured, interval_s)
     busy = [interval for interval, stall in zip(measured, figures["stalls"]) if not stall]
     stalls = sum(figures["stalls"])
 

@@ -18,6 +18,10 @@ description:
   - One module call instead of a task per step keeps Ansible's fixed cost per cell near 1 s.
   - A cell that fails is recorded with status failed and its reasons; the module itself only
     fails when it cannot write the results.
+  - What makes a finished trial's figures doubtful (stalls, settings not applied, native AIO off,
+    a buffer pool that holds the dataset, CPU-bound) is written to trial.json as C(flags), each
+    with its evidence, by the rules the report applies (innomatrix_host.flags), and returned as
+    C(flagged) for the end-of-play line.
 options:
   plan: {description: "The host's plan.json (written by the preflight role once the server is installed): every cell with its my.cnf, times and paths", type: path, required: true}
   cell: {description: The id of the cell in I(plan) to run, type: str, required: true}
@@ -40,9 +44,11 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
+from ansible.module_utils.innomatrix_host import flags
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
 from ansible.module_utils.innomatrix_host.runtime import (
@@ -52,7 +58,7 @@ from ansible.module_utils.innomatrix_host.runtime import (
 from ansible.module_utils.innomatrix_host.smart import snapshot, snapshot_delta
 from ansible.module_utils.innomatrix_host.steady import Rules, Watcher
 from ansible.module_utils.innomatrix_host.sysbench import (
-    INCOMPLETE_LOG, parse_interval, parse_output, summarize, summarize_fileio,
+    INCOMPLETE_LOG, measured_stalls, parse_interval, parse_output, summarize, summarize_fileio,
 )
 
 # What trial.json says about the cell: a server cell has a variant and a buffer pool, a fileio
@@ -287,22 +293,32 @@ def redact_driver_log(log: Path) -> None:
         log.unlink(missing_ok=True)  # never kept as printed; raising here would hide the first error
 
 
-def summarise_tpcc(text: str, cell: dict, trial: dict) -> None:
+class Measured(NamedTuple):
+    """What the flags need of the driver's log: its measured intervals' stalls, its last interval."""
+
+    stalled: list[bool]
+    last_t: float | None
+
+
+def summarise_tpcc(text: str, cell: dict, trial: dict) -> Measured | None:
     """tpmC and New-Order latency from tpcc_start's output; a failed transaction or a [NG]
-    transaction mix makes the trial invalid, a [NG] response time is a recorded flag."""
+    transaction mix makes the trial invalid, a [NG] response time is a recorded driver flag."""
+    warmup_s = trial["durations"]["warmup_s"]
     try:
         parsed = tpcc_parse.parse_output(text, stopped=stopped_by_suite(trial))
-        summary = tpcc_parse.summarize(parsed, trial["durations"]["warmup_s"], cell["report_interval"])
+        summary = tpcc_parse.summarize(parsed, warmup_s, cell["report_interval"])
     except ValueError as exc:
         trial["status"] = "failed"
         trial["reasons"].append(f"driver.log cannot be read: {exc}")
-        return
+        return None
     trial["summary"] = {name: value for name, value in summary.items() if name not in ("status", "reasons", "flags")}
-    trial["flags"] = summary["flags"]
+    trial["driver_flags"] = summary["flags"]
     if trial["status"] == "ok" and summary["status"] == "invalid":
         trial["status"] = "invalid"
     if summary["status"] == "invalid":
         trial["reasons"].extend(summary["reasons"])
+    return Measured(tpcc_parse.measured_stalls(parsed, warmup_s, cell["report_interval"]),
+                    max((interval["t"] for interval in parsed["intervals"]), default=None))
 
 
 def stopped_by_suite(trial: dict) -> bool:
@@ -311,13 +327,12 @@ def stopped_by_suite(trial: dict) -> bool:
     return bool((trial["durations"].get("adaptive") or {}).get("stopped_driver"))
 
 
-def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
+def summarise_driver(tmp: Path, cell: dict, trial: dict) -> Measured | None:
     log = tmp / "driver.log"
     if not log.exists():
-        return
+        return None
     if cell["workload"] == "tpcc":
-        summarise_tpcc(log.read_text(errors="replace"), cell, trial)
-        return
+        return summarise_tpcc(log.read_text(errors="replace"), cell, trial)
     try:
         parsed = parse_output(log.read_text(errors="replace"))
         summary = summarize(parsed["intervals"], trial["durations"]["warmup_s"], cell["report_interval"])
@@ -328,7 +343,7 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     except ValueError as exc:
         trial["status"] = "failed"
         trial["reasons"].append(f"driver.log cannot be read: {exc}")
-        return
+        return None
     trial["summary"] = summary
     trial["driver_summary"] = parsed["summary"]
     if parsed.get("fatal"):
@@ -342,6 +357,8 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> None:
     if trial["status"] == "ok" and parsed["breaks"]:
         trial["status"] = "invalid"
         trial["reasons"].append(f"driver.log intervals out of step: {'; '.join(parsed['breaks'][:3])}")
+    return Measured(measured_stalls(parsed["intervals"], trial["durations"]["warmup_s"], cell["report_interval"]),
+                    max((interval["t"] for interval in parsed["intervals"]), default=None))
 
 
 def _interrupt(signum, frame):
@@ -415,12 +432,14 @@ def main() -> None:
         # Cleanup already ran in measure()'s finally; leave no trial.json that looks finished.
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    summarise_driver(tmp, cell, trial)
+    measured = summarise_driver(tmp, cell, trial)
+    trial["flags"] = flags.of_trial(tmp, trial, cell["mycnf"]["asked"], measured.stalled if measured else None,
+                                    measured.last_t if measured else None)
     trial["wall_s"] = round(time.monotonic() - wall, 3)
     write_json(tmp / "trial.json", trial)
     kept = publish(tmp, final)
-    module.exit_json(changed=True, trial={k: trial[k] for k in ("status", "reasons", "summary", "dataset", "wall_s")},
-                     path=str(final), kept_aside=kept)
+    module.exit_json(changed=True, trial={k: trial[k] for k in ("status", "reasons", "summary", "dataset", "wall_s", "flags")},
+                     flagged=flags.labels(trial["flags"]), path=str(final), kept_aside=kept)
 
 
 if __name__ == "__main__":

@@ -12,11 +12,14 @@ import subprocess
 
 import pandas as pd
 import pytest
-from innomatrix import frame
+from innomatrix import frame, stats
+from innomatrix_host import flags
 
 from e2e_env import DURATION, NEEDS_ROOT, ok, snapshot, trials_of
 
 pytestmark = NEEDS_ROOT
+# The report's reasons that the host can know too (innomatrix_host.flags), by how they begin.
+HOST_KINDS = ("stalls:", "buffer pool holds the dataset", "CPU-bound", "native AIO off", "server ran without")
 
 
 def test_check_mode_prints_the_plan_and_changes_nothing(env):
@@ -91,6 +94,14 @@ def test_reduced_matrix_runs_every_cell(env):
     marks = frame.load(env.run_dir).trials["marks"]
     assert (marks == "").all(), {trial: mark for trial, mark in marks.items() if mark}
     assert f"report: {env.run_dir / 'report.html'}" in done.stdout
+    # The host's flags (trial.json, the end-of-play line) are the report's, trial by trial.
+    reported = stats.cells(frame.load(env.run_dir)).set_index("trial")["flags"]
+    for path, trial in trials.items():
+        texts = [found["text"] for found in trial["flags"]]
+        assert all(text in reported[path] for text in texts), (path, texts, reported[path])
+        assert sum(reason.startswith(HOST_KINDS) for reason in reported[path].split("; ")) == len(texts), path
+        labels = f", {flags.labels(trial['flags'])}" if trial["flags"] else ""
+        assert f"{trial['cell_id']}: ok{labels} " in done.stdout, (path, labels)
     run = json.loads((env.run_dir / "run.json").read_text())
     assert run["run_name"] == "e2e" and len(run["sessions"]) == 1
     host = json.loads((env.run_dir / "localhost" / "host.json").read_text())

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from innomatrix import frame, stats
+from innomatrix_host import flags
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TPCC_LOG = FIXTURES / "tpcc" / "tpcc_start-2wh-4c.log"  # -i 5, -l 30: six intervals
@@ -43,6 +44,10 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> tuple[frame.Frame, Any]:
     run = tmp_path_factory.mktemp("run")
     trial(run, "db1/xfs/tpcc/A/bp-64M/t4/r1", TPCC_LOG, flags=["response_time_ng"],
           durations={"warmup_s": 10, "measured_s": 20, "report_interval_s": 5})
+    # As the trial module writes it now: tpcc's own judgements apart from the host's flags.
+    trial(run, "db1/xfs/tpcc/A/bp-64M/t4/r2", TPCC_LOG, driver_flags=["response_time_ng", "sql_errors"],
+          flags=flags.server({}, {"innodb_use_native_aio": "OFF"}),
+          durations={"warmup_s": 10, "measured_s": 20, "report_interval_s": 5})
     trial(run, "db1/xfs/fileio/sync-rndrd/bs-16K/t8/r1", FILEIO_LOG,
           durations={"warmup_s": 0, "measured_s": 2, "report_interval_s": 1},
           fileio={"run_latency_p95_ms": 0.34, "run_latency_p99_ms": 0.35})
@@ -67,6 +72,15 @@ def test_tpcc_intervals_are_tpmc_on_the_driver_clock(loaded) -> None:
     cell = cells.loc["db1/xfs/tpcc/A/bp-64M/t4/r1"]
     assert cell["intervals_measured"] == 4 and cell["unit"] == "tpmC"
     assert "tpcc response-time check [NG]" in cell["flags"]
+
+
+def test_tpcc_judgements_are_read_beside_the_hosts_flags(loaded) -> None:
+    """The host's flags in trial.json are not read back: the report finds them again from the logs
+    (this trial has no variables.txt, so no native-AIO flag), by the same definitions."""
+    _, cells = loaded
+    cell = cells.loc["db1/xfs/tpcc/A/bp-64M/t4/r2"]
+    assert "tpcc response-time check [NG]" in cell["flags"] and "tpcc SQL errors" in cell["flags"]
+    assert "native AIO" not in cell["flags"]
 
 
 def test_fileio_cells_carry_their_block_size_and_run_percentiles(loaded) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from innomatrix import plan, results
+from innomatrix_host import flags
 
 CTX = plan.Context(
     host="db1",
@@ -178,3 +179,19 @@ def test_outcomes_of_a_trial_json_without_a_status(tmp_path: Path, raw: str) -> 
     out = results.outcomes(the_plan, tmp_path)
     assert len(out["lines"]) == 1
     assert len(out["failed"]) == 1
+
+
+def test_outcomes_show_what_the_host_flagged(tmp_path: Path) -> None:
+    the_plan = plan.expand({**KNOBS, "variants": "A", "threads": 4}, CTX, {})
+    raised = flags.server({}, {"innodb_use_native_aio": "OFF"}) + flags.resources("oltp", 0.2, 50.0, 1.0)
+    write_trial(tmp_path, the_plan["cells"][0]["path"], {**trial("k", "ok", summary={}), "flags": raised})
+    assert results.outcomes(the_plan, tmp_path)["lines"] == [
+        f"{'ext4/oltp/A/bp-64M/t4/r1':<40} {'-':>14} {'-':>14}  ok, flagged: native AIO off, buffer pool holds the dataset"]
+
+
+@pytest.mark.parametrize("recorded", [["response_time_ng"], [{"flag": "x"}], "native AIO off"])
+def test_outcomes_pass_over_flags_that_are_not_the_hosts(tmp_path: Path, recorded: object) -> None:
+    """tpcc's driver flags in a trial.json from before the host's, or anything else: no label to show."""
+    the_plan = plan.expand({**KNOBS, "variants": "A", "threads": 4}, CTX, {})
+    write_trial(tmp_path, the_plan["cells"][0]["path"], {**trial("k", "ok", summary={}), "flags": recorded})
+    assert results.outcomes(the_plan, tmp_path)["lines"][0].endswith("  ok")

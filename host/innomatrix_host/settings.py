@@ -1,5 +1,6 @@
 """The server settings that shape InnoDB I/O: what a trial's my.cnf asked for and what the running
 server reported (`variables.txt`, SHOW GLOBAL VARIABLES right after every trial's server start).
+The trial compares them on the host (its flags in trial.json) and the report by the same rules.
 
 "Variant A" is not one configuration across servers: what a variant leaves unset takes the
 server's default, and defaults move (MySQL 8.4 raised innodb_io_capacity from 200 to 10000). So
@@ -12,8 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from innomatrix import mycnf
-from innomatrix.knobs import KnobError, parse_size
+from .numbers import SizeError, parse_size
 
 # Read from the running server; the names both MariaDB and MySQL use where they differ.
 IO_SETTINGS = (
@@ -41,19 +41,13 @@ def effective(variables_text: str) -> dict[str, str]:
     return found
 
 
-def asked(mycnf_text: str, source: str = "my.cnf") -> dict[str, str | None]:
-    """The I/O settings the trial's my.cnf sets (server groups, later wins)."""
-    options = mycnf.parse_cnf(mycnf_text, source)
-    return {name: value for name, value in options.items() if name in IO_SETTINGS}
-
-
 def canonical(name: str, value: str | None) -> str:
     """One spelling per value: sizes in bytes, booleans ON/OFF, words in lower case."""
     text = (value or "").strip().strip("'\"")
     if _SIZED.search(name):
         try:
             return str(parse_size(name, text))
-        except KnobError:
+        except SizeError:
             return text.lower()
     lowered = text.lower()
     if value is None or lowered in _TRUE:  # a bare option name switches it on
@@ -74,4 +68,5 @@ def not_applied(wanted: Mapping[str, str | None], running: Mapping[str, str]) ->
 
 
 def native_aio_off(running: Mapping[str, str]) -> bool:
+    """The server says it runs without native AIO; one that does not say is not called off."""
     return "innodb_use_native_aio" in running and canonical("innodb_use_native_aio", running["innodb_use_native_aio"]) == "OFF"

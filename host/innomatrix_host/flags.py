@@ -1,0 +1,118 @@
+"""Why a trial's figures should not be taken at face value, each with its evidence: the one
+definition the trial applies on the host (trial.json's `flags`, the end-of-play line) and the
+report applies to what it loads (its flags column).
+
+A flag is a dict: `flag` (a stable name), `label` (a few words for the end-of-play line), `text`
+(one line with the figures) and `evidence` (the figures themselves). A figure that is unknown
+(None or NaN: a collector that recorded nothing) raises no flag.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import collected, settings
+
+# Below this mean of device reads per second over the measured window, the buffer pool holds the
+# dataset: the trial measured memory, not the device.
+READS_PER_S = 1.0
+# Below this idle and this iowait share (vmstat, % of all CPUs), the CPUs were the bottleneck.
+CPU_FLOOR_PCT = 5.0
+
+
+def _flag(name: str, label: str, text: str, **evidence: Any) -> dict[str, Any]:
+    return {"flag": name, "label": label, "text": text, "evidence": evidence}
+
+
+def _known(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
+
+
+def episodes(stalls: list[bool]) -> list[tuple[int, int]]:
+    """Runs of stalled intervals as (first index, length)."""
+    runs: list[tuple[int, int]] = []
+    for index, stalled in enumerate(stalls):
+        if not stalled:
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == index:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((index, 1))
+    return runs
+
+
+def stalls(stalled: list[bool], interval_s: float) -> dict[str, Any] | None:
+    """Measured intervals that did (next to) nothing (sysbench.stall_flags judges each)."""
+    runs = episodes(stalled)
+    if not runs:
+        return None
+    count, longest_s = sum(length for _, length in runs), max(length for _, length in runs) * interval_s
+    return _flag("stalls", "stalls", f"stalls: {count} intervals in {len(runs)} episodes (longest {longest_s:g} s)",
+                 intervals=count, episodes=len(runs), longest_s=longest_s)
+
+
+def resources(workload: str, device_reads_s: float | None, idle_pct: float | None, iowait_pct: float | None,
+              reads_floor: float = READS_PER_S, cpu_floor: float = CPU_FLOOR_PCT) -> list[dict[str, Any]]:
+    """What the measured window's means say the trial was bound by, if not the device.
+
+    Raw-device cells have no buffer pool, and write tests read nothing on purpose; an I/O benchmark
+    that keeps the CPU busy is still measuring the device: fileio cells get neither flag."""
+    if workload == "fileio":
+        return []
+    found = []
+    if _known(device_reads_s) and device_reads_s < reads_floor:
+        found.append(_flag("buffer_pool_holds_dataset", "buffer pool holds the dataset",
+                           f"buffer pool holds the dataset: device reads {device_reads_s:.2g}/s",
+                           device_reads_s=device_reads_s, below=reads_floor))
+    if _known(idle_pct) and _known(iowait_pct) and idle_pct < cpu_floor and iowait_pct < cpu_floor:
+        found.append(_flag("cpu_bound", "CPU-bound", f"CPU-bound: idle {idle_pct:.0f} %, iowait {iowait_pct:.0f} %",
+                           idle_pct=idle_pct, iowait_pct=iowait_pct, below=cpu_floor))
+    return found
+
+
+def server(asked: Mapping[str, str | None], running: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A storage benchmark without native AIO, or with a setting the server changed, measures
+    another configuration than the one named."""
+    found = []
+    if settings.native_aio_off(running):
+        found.append(_flag("native_aio_off", "native AIO off",
+                           "native AIO off: the server ran innodb_use_native_aio=OFF (see its mysqld.err)",
+                           innodb_use_native_aio=running["innodb_use_native_aio"]))
+    differences = settings.not_applied(asked, running)
+    if differences:
+        found.append(_flag("settings_not_applied", "settings not applied",
+                           f"server ran without what my.cnf asked: {'; '.join(differences)}", differences=differences))
+    return found
+
+
+def labels(found: list[dict[str, Any]]) -> str:
+    """`flagged: a, b` for an end-of-play line, or nothing."""
+    return f"flagged: {', '.join(flag['label'] for flag in found)}" if found else ""
+
+
+def of_trial(directory: Path, trial: Mapping[str, Any], asked: Mapping[str, str | None], stalled: list[bool] | None,
+             last_t: float | None) -> list[dict[str, Any]]:
+    """The flags of a trial just run, from its directory (variables.txt, vmstat.log, iostat.json)
+    and its trial.json so far: `asked` is its my.cnf's I/O settings, `stalled` its measured
+    intervals' stalls and `last_t` its driver's last interval (None: the log could not be read).
+    What cannot be read raises no flag here; the report reads it again. In the report's order."""
+    found = []
+    durations, workload = trial["durations"], trial["cell"]["workload"]
+    if stalled is not None and (trial.get("summary") or {}).get("intervals_measured"):
+        found += [stall for stall in [stalls(stalled, durations["report_interval_s"])] if stall]
+    started = (trial.get("times") or {}).get("started")
+    if last_t is not None and started:
+        window = collected.Window(dt.datetime.fromisoformat(started.replace("Z", "+00:00")), durations["warmup_s"],
+                                  durations["report_interval_s"], last_t)
+        vmstat = window.means(collected.vmstat_samples(collected.text(directory / "vmstat.log")))
+        device = Path(trial["device"]["path"]).name
+        iostat = window.means(collected.iostat_samples(collected.text(directory / "iostat.json"), device))
+        found += resources(workload, iostat.get("r/s"), vmstat.get("id"), vmstat.get("wa"))
+    variables = collected.text(directory / "variables.txt")
+    if variables:
+        found += server(asked, settings.effective(variables))
+    return found
