@@ -8,13 +8,14 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from innomatrix import mycnf, plan, results, tree
-from innomatrix.knobs import KnobError, picked
+from innomatrix import plan, results, tree
+from innomatrix_host import mycnf
+from innomatrix.plan import KnobError, picked
 
 
 def innomatrix_knobs(host_vars: Mapping) -> dict:
     """The matrix knobs out of a host's variables (hostvars[inventory_hostname]), by the plan's
-    one list of them (innomatrix.knobs.KNOBS), so no playbook lists them again."""
+    one list of them (innomatrix.plan.KNOBS), so no playbook lists them again."""
     try:
         return picked(host_vars)
     except KnobError as exc:

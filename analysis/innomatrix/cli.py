@@ -11,8 +11,9 @@ from typing import Any
 
 import yaml
 
-from innomatrix import mycnf, plan, results, tree
-from innomatrix.knobs import KnobError, parse_size
+from innomatrix import plan, results, tree
+from innomatrix_host import mycnf
+from innomatrix.plan import KnobError, parse_size
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,15 +7,13 @@ The posts measured the device alone in four ways; each is a sub-test here and ea
 - a synchronous random-read thread sweep 1, 2, 4 … `fileio_threads_max`, for p95 and p99;
 - JDevelopment's block-size × threads table, random read and random write;
 - sequential read and write.
-Everything here is pure: knobs in, cell parameters out.
+Everything here is pure: the fileio spec in (innomatrix.plan checks the knobs), cell parameters out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-
-from innomatrix import knobs as k
 
 # The posts' layout: 64 files, fsync off, O_DIRECT (the device, not the page cache, is measured).
 FILE_NUM = 64
@@ -42,47 +40,6 @@ SUBTESTS: dict[str, SubTest] = {
     "seqrd": SubTest("seqrd", "sync", threads="one", blocks="sequential", long=False),
     "seqwr": SubTest("seqwr", "sync", threads="one", blocks="sequential", long=False),
 }
-
-
-def _sizes(name: str, value: Any) -> list[int]:
-    texts = k.as_list(name, value)
-    if not texts:
-        raise k.KnobError(f"{name} is empty; give at least one size, e.g. {name}=4K,16K")
-    return k.distinct(name, texts, [k.parse_size(name, text) for text in texts])
-
-
-def _counts(name: str, value: Any) -> list[int]:
-    texts = k.as_list(name, value)
-    if not texts:
-        raise k.KnobError(f"{name} is empty; give at least one thread count, e.g. {name}=1,10,40")
-    return k.distinct(name, texts, [k.positive_int(name, text) for text in texts])
-
-
-def normalise(knobs: dict[str, Any]) -> dict[str, Any]:
-    """The fileio knobs in canonical form; raises KnobError naming the bad one."""
-    tests = k.choose("fileio_tests", k.as_list("fileio_tests", k.value(knobs, "fileio_tests")), list(SUBTESTS))
-    block_size = k.parse_size("fileio_block_size", k.value(knobs, "fileio_block_size"))
-    block_sizes = sorted(_sizes("fileio_block_sizes", k.value(knobs, "fileio_block_sizes")))
-    for size in (block_size, *block_sizes):
-        if size % 512:
-            raise k.KnobError(f"fileio block size {size} is not a multiple of 512 bytes; O_DIRECT needs whole sectors")
-    total = k.parse_size("fileio_total_size", k.value(knobs, "fileio_total_size"))
-    largest = max(block_size, *block_sizes, SEQUENTIAL_BLOCK_BYTES)
-    if total < FILE_NUM * largest:
-        raise k.KnobError(
-            f"fileio_total_size={k.value(knobs, 'fileio_total_size')} is too small for {FILE_NUM} files of at least "
-            f"one {k.size_label(largest)} block each; give at least {k.size_label(FILE_NUM * largest)}"
-        )
-    return {
-        "tests": tests,
-        "total_size": total,
-        "file_num": FILE_NUM,
-        "block_size": block_size,
-        "block_sizes": block_sizes,
-        "threads_max": k.positive_int("fileio_threads_max", k.value(knobs, "fileio_threads_max")),
-        "table_threads": sorted(_counts("fileio_table_threads", k.value(knobs, "fileio_table_threads"))),
-        "step_duration": k.positive_int("fileio_step_duration", k.value(knobs, "fileio_step_duration")),
-    }
 
 
 def sweep(threads_max: int) -> list[int]:

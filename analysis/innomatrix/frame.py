@@ -44,9 +44,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from innomatrix import bounds, layout, mycnf, record, tree
+from innomatrix import bounds, layout, record, tree
 from innomatrix_host import flags as host_flags
-from innomatrix_host import settings
+from innomatrix_host import mycnf, settings
 from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
 from innomatrix.parse.fast_sysbench import parse_output_columns
 from innomatrix_host import tpcc
@@ -326,7 +326,7 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
     running = settings.effective(tree.read_text(variables))
     found.update({f"setting.{name}": value for name, value in running.items()})
     try:
-        wanted = mycnf.asked_settings(tree.read_text(cnf), str(cnf)) if os.path.lexists(cnf) else {}
+        wanted = settings.asked(tree.read_text(cnf), str(cnf)) if os.path.lexists(cnf) else {}
     except mycnf.MyCnfError as exc:
         notes.append(f"my.cnf: {exc}")
         wanted = {}

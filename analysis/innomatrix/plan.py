@@ -1,4 +1,9 @@
-"""Expand the matrix knobs into ordered cells, each with a key, and mark the finished ones.
+"""The matrix knobs, checked into the spec, and the spec expanded into ordered cells, each with a
+key, the finished ones marked.
+
+Knobs arrive from extra-vars, inventory group_vars or the CLI, as comma strings or YAML lists,
+sizes as "128M" or bytes. Everything here is pure so that a bad knob is refused before anything
+is installed or formatted, with one line that names the value and what is accepted.
 
 The order groups cells so that mkfs happens once per filesystem and a dataset is loaded once per
 (filesystem, dataset). A cell's key hashes every input that can change its result, so a rerun
@@ -8,16 +13,235 @@ variant, another server version, another device) is never mistaken for a finishe
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from innomatrix import fileio
-from innomatrix import knobs as k
 from innomatrix import layout
-from innomatrix import mycnf
+from innomatrix_host import mycnf
+
+FILESYSTEMS = ("ext4", "xfs")
+WORKLOADS = ("oltp", "tpcc", "fileio")
+RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
+# The order of a filesystem pass's cells (plan._ordered).
+ORDERS = ("interleaved", "grouped", "random")
+
+
+
+class KnobError(ValueError):
+    """A knob the matrix cannot run with; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A knob's type as Ansible's argument specs name it (preflight's typed spec), and its default.
+    A `required` knob (what to run, at what scale, for how long) is never assumed by the plan: left
+    out, it is refused; the others take their default."""
+
+    type: str
+    default: Any
+    elements: str | None = None
+    choices: tuple[str, ...] | None = None
+    required: bool = False
+
+
+# The matrix knobs the plan reads: the one list. inventory/group_vars/all.yml documents each with
+# this default, README's knob table lists it and preflight's argument spec types it
+# (tests/unit/test_role_specs.py and test_readme.py hold all three to this table), and the
+# playbook hands the preflight role exactly these (the innomatrix_knobs filter).
+KNOBS: dict[str, Knob] = {
+    "filesystems": Knob("list", ["ext4", "xfs"], elements="str", required=True),
+    "mkfs_options": Knob("dict", {"ext4": "", "xfs": ""}),
+    "mount_options": Knob("dict", {"ext4": "", "xfs": ""}),
+    "variants": Knob("list", ["A", "B", "C", "D"], elements="str", required=True),
+    "bp_sizes": Knob("list", ["4G"], elements="str", required=True),
+    "workloads": Knob("list", ["oltp"], elements="str", required=True),
+    "threads": Knob("list", [32], elements="int", required=True),
+    "repeats": Knob("int", 1),
+    "cell_order": Knob("str", "interleaved", choices=ORDERS),
+    "cell_order_seed": Knob("int", 0),
+    "warmup": Knob("raw", 3600, required=True),
+    "warmup_max": Knob("int", 3600, required=True),
+    "duration": Knob("raw", 3600, required=True),
+    "duration_min": Knob("int", 600),
+    "duration_max": Knob("int", 3600, required=True),
+    "precision": Knob("float", 0.01),
+    "reconnect_grace": Knob("int", 3600),
+    "report_interval": Knob("int", 1),
+    "oltp_tables": Knob("int", 32, required=True),
+    "oltp_table_size": Knob("int", 10_000_000, required=True),
+    "oltp_rand_type": Knob("str", "pareto", choices=RAND_TYPES),
+    "oltp_percentile": Knob("int", 95),
+    "tpcc_warehouses": Knob("int", 2500, required=True),
+    "tpcc_load_jobs": Knob("int", 8, required=True),
+    "fileio_tests": Knob("list", ["async-rndwr", "async-rndrd", "sync-rndrd", "table-rndrd", "table-rndwr", "seqrd",
+                                  "seqwr"], elements="str", required=True),
+    "fileio_total_size": Knob("str", "64G", required=True),
+    "fileio_block_size": Knob("str", "16K", required=True),
+    "fileio_threads_max": Knob("int", 256, required=True),
+    "fileio_block_sizes": Knob("list", ["512B", "1K", "2K", "4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K",
+                                        "1M", "2M", "4M"], elements="str", required=True),
+    "fileio_table_threads": Knob("list", [1, 10, 40], elements="int", required=True),
+    "fileio_step_duration": Knob("int", 60, required=True),
+    "mysql_flavor": Knob("str", "mariadb", choices=mycnf.FLAVORS),
+    "mycnf_overrides": Knob("dict", {}),
+    "force": Knob("bool", False),
+}
+
+
+def value(knobs: Mapping[str, Any], name: str) -> Any:
+    """A knob as given; left out, its default, or None for a required knob (refused by its check)."""
+    if name in knobs:
+        return knobs[name]
+    return None if KNOBS[name].required else copy.deepcopy(KNOBS[name].default)
+
+
+def picked(variables: Mapping[str, Any]) -> dict[str, Any]:
+    """The knobs out of all of a host's variables (inventory, group_vars, -e), by KNOBS's names."""
+    missing = [name for name in KNOBS if name not in variables]
+    if missing:
+        raise KnobError(f"knob(s) {', '.join(missing)} not set: inventory/group_vars/all.yml sets every knob; "
+                        "is it in the inventory this play uses?")
+    return {name: variables[name] for name in KNOBS}
+
+
+def as_list(name: str, value: Any) -> list[str]:
+    """A comma string, a scalar or a YAML list → a list of non-empty strings."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        items = [str(v).strip() for v in value]
+    else:
+        items = [part.strip() for part in str(value).split(",")]
+    items = [item for item in items if item]
+    if len(set(items)) != len(items):
+        raise KnobError(f"{name}={value!r} names a value twice; list each once")
+    return items
+
+
+def parse_size(name: str, text: Any) -> int:
+    """'128M', '1.5G', '4GiB' or a byte count → bytes (innomatrix_host.mycnf reads it: the host
+    compares the sizes a server ran with by the same rule)."""
+    try:
+        return mycnf.parse_size(name, text)
+    except mycnf.SizeError as exc:
+        raise KnobError(str(exc)) from None
+
+
+def size_label(size: int) -> str:
+    """Bytes → the shortest exact label (128M, 25G), used in result paths."""
+    for unit in ("T", "G", "M", "K"):
+        if size % mycnf.SIZE_FACTORS[unit] == 0:
+            return f"{size // mycnf.SIZE_FACTORS[unit]}{unit}"
+    return str(size)
+
+
+def positive_int(name: str, value: Any) -> int:
+    """Seconds, counts: whole numbers above zero."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise KnobError(f"{name}={value!r} is not a number; give a whole number above zero") from None
+    if not math.isfinite(number) or number <= 0 or number != int(number):
+        raise KnobError(f"{name}={value!r} must be a whole number above zero")
+    return int(number)
+
+
+def non_negative_int(name: str, value: Any) -> int:
+    """A warmup may be zero; nothing may be negative."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise KnobError(f"{name}={value!r} is not a number; give a whole number of zero or more") from None
+    if not math.isfinite(number) or number < 0 or number != int(number):
+        raise KnobError(f"{name}={value!r} must be a whole number of zero or more")
+    return int(number)
+
+
+def fraction(name: str, value: Any) -> float:
+    """A share such as a precision: above zero and below one (0.01 is 1 %)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise KnobError(f"{name}={value!r} is not a number; give a fraction such as 0.01 for 1 %") from None
+    if not math.isfinite(number) or not 0 < number < 1:
+        raise KnobError(f"{name}={value!r} must lie between 0 and 1 (0.01 is 1 %)")
+    return number
+
+
+def distinct(name: str, texts: list[str], values: list[Any]) -> list[Any]:
+    """Two spellings of one value (1G and 1024M, 4 and 04) would make two cells with one path."""
+    seen: dict[Any, str] = {}
+    for text, value in zip(texts, values):
+        if value in seen:
+            raise KnobError(f"{name}: {seen[value]} and {text} are the same value; list each once")
+        seen[value] = text
+    return values
+
+
+def choose(name: str, values: list[str], accepted: tuple[str, ...] | list[str]) -> list[str]:
+    """Every value must be one of the accepted ones; at least one must be given."""
+    if not values:
+        raise KnobError(f"{name} is empty; accepted: {', '.join(accepted)}")
+    unknown = [v for v in values if v not in accepted]
+    if unknown:
+        raise KnobError(f"{name}: unknown {', '.join(unknown)}; accepted: {', '.join(accepted)}")
+    return values
+
+
+def truthy(value: Any) -> bool:
+    """force=true on the command line arrives as a string."""
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _fileio_sizes(name: str, value: Any) -> list[int]:
+    texts = as_list(name, value)
+    if not texts:
+        raise KnobError(f"{name} is empty; give at least one size, e.g. {name}=4K,16K")
+    return distinct(name, texts, [parse_size(name, text) for text in texts])
+
+
+def _fileio_counts(name: str, value: Any) -> list[int]:
+    texts = as_list(name, value)
+    if not texts:
+        raise KnobError(f"{name} is empty; give at least one thread count, e.g. {name}=1,10,40")
+    return distinct(name, texts, [positive_int(name, text) for text in texts])
+
+
+def _fileio_spec(knobs: dict[str, Any]) -> dict[str, Any]:
+    """The fileio knobs in canonical form; raises KnobError naming the bad one."""
+    tests = choose("fileio_tests", as_list("fileio_tests", value(knobs, "fileio_tests")), list(fileio.SUBTESTS))
+    block_size = parse_size("fileio_block_size", value(knobs, "fileio_block_size"))
+    block_sizes = sorted(_fileio_sizes("fileio_block_sizes", value(knobs, "fileio_block_sizes")))
+    for size in (block_size, *block_sizes):
+        if size % 512:
+            raise KnobError(f"fileio block size {size} is not a multiple of 512 bytes; O_DIRECT needs whole sectors")
+    total = parse_size("fileio_total_size", value(knobs, "fileio_total_size"))
+    largest = max(block_size, *block_sizes, fileio.SEQUENTIAL_BLOCK_BYTES)
+    if total < fileio.FILE_NUM * largest:
+        raise KnobError(
+            f"fileio_total_size={value(knobs, 'fileio_total_size')} is too small for {fileio.FILE_NUM} files of at least "
+            f"one {size_label(largest)} block each; give at least {size_label(fileio.FILE_NUM * largest)}"
+        )
+    return {
+        "tests": tests,
+        "total_size": total,
+        "file_num": fileio.FILE_NUM,
+        "block_size": block_size,
+        "block_sizes": block_sizes,
+        "threads_max": positive_int("fileio_threads_max", value(knobs, "fileio_threads_max")),
+        "table_threads": sorted(_fileio_counts("fileio_table_threads", value(knobs, "fileio_table_threads"))),
+        "step_duration": positive_int("fileio_step_duration", value(knobs, "fileio_step_duration")),
+    }
+
 
 SCHEMA = 1
 # sysbench OLTP: a row of id, k, c(120), pad(60) plus the index on k, in InnoDB pages
@@ -85,88 +309,88 @@ def _per_fs(name: str, value: Any, filesystems: list[str]) -> dict[str, str]:
     value = value or {}
     if not isinstance(value, dict):
         raise PlanError(f"{name} must map a filesystem to its options, e.g. {{xfs: '-m reflink=1'}}")
-    unknown = sorted(set(value) - set(k.FILESYSTEMS))
+    unknown = sorted(set(value) - set(FILESYSTEMS))
     if unknown:
-        raise PlanError(f"{name}: unknown filesystem {', '.join(unknown)}; accepted: {', '.join(k.FILESYSTEMS)}")
+        raise PlanError(f"{name}: unknown filesystem {', '.join(unknown)}; accepted: {', '.join(FILESYSTEMS)}")
     return {fs: str(value.get(fs) or "").strip() for fs in filesystems}
 
 
 def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """Check every knob and return them in canonical form; raises KnobError/PlanError."""
-    filesystems = k.choose("filesystems", k.as_list("filesystems", k.value(knobs, "filesystems")), k.FILESYSTEMS)
-    workloads = k.choose("workloads", k.as_list("workloads", k.value(knobs, "workloads")), k.WORKLOADS)
-    variants = k.choose("variants", k.as_list("variants", k.value(knobs, "variants")), sorted(ctx.variant_digests))
-    bp_list = k.as_list("bp_sizes", k.value(knobs, "bp_sizes"))
+    filesystems = choose("filesystems", as_list("filesystems", value(knobs, "filesystems")), FILESYSTEMS)
+    workloads = choose("workloads", as_list("workloads", value(knobs, "workloads")), WORKLOADS)
+    variants = choose("variants", as_list("variants", value(knobs, "variants")), sorted(ctx.variant_digests))
+    bp_list = as_list("bp_sizes", value(knobs, "bp_sizes"))
     if not bp_list:
         raise PlanError("bp_sizes is empty; give at least one buffer-pool size, e.g. bp_sizes=128M,256M")
-    bp_sizes = k.distinct("bp_sizes", bp_list, [k.parse_size("bp_sizes", bp) for bp in bp_list])
+    bp_sizes = distinct("bp_sizes", bp_list, [parse_size("bp_sizes", bp) for bp in bp_list])
     for text, size in zip(bp_list, bp_sizes):
         if size >= ctx.memory_bytes:
             raise PlanError(
                 f"bp_sizes: {text} is not smaller than the memory of {ctx.host} "
                 f"({ctx.memory_bytes / (1 << 30):.1f}G); choose a smaller buffer pool"
             )
-    thread_list = k.as_list("threads", k.value(knobs, "threads"))
-    threads = k.distinct("threads", thread_list, [k.positive_int("threads", t) for t in thread_list])
+    thread_list = as_list("threads", value(knobs, "threads"))
+    threads = distinct("threads", thread_list, [positive_int("threads", t) for t in thread_list])
     if not threads:
         raise PlanError("threads is empty; give at least one thread count, e.g. threads=4,16")
-    flavor = str(k.value(knobs, "mysql_flavor"))
-    k.choose("mysql_flavor", [flavor], k.FLAVORS)
+    flavor = str(value(knobs, "mysql_flavor"))
+    choose("mysql_flavor", [flavor], mycnf.FLAVORS)
     auto = _auto(knobs, workloads)
-    warmup = k.non_negative_int("warmup_max" if auto and auto["warmup"] else "warmup",
-                                k.value(knobs, "warmup_max") if auto and auto["warmup"] else k.value(knobs, "warmup"))
-    duration = k.positive_int("duration_max" if auto and auto["duration"] else "duration",
-                              k.value(knobs, "duration_max") if auto and auto["duration"] else k.value(knobs, "duration"))
+    warmup = non_negative_int("warmup_max" if auto and auto["warmup"] else "warmup",
+                                value(knobs, "warmup_max") if auto and auto["warmup"] else value(knobs, "warmup"))
+    duration = positive_int("duration_max" if auto and auto["duration"] else "duration",
+                              value(knobs, "duration_max") if auto and auto["duration"] else value(knobs, "duration"))
     if auto and auto["duration"] and auto["duration_min"] > duration:
         raise PlanError(f"duration_min={auto['duration_min']} is longer than duration_max={duration}; "
                         "give a duration_min at most duration_max")
-    interval = k.positive_int("report_interval", k.value(knobs, "report_interval"))
+    interval = positive_int("report_interval", value(knobs, "report_interval"))
     if interval > duration:
         raise PlanError(f"report_interval={interval} is longer than duration={duration}; nothing would be measured")
-    grace = k.non_negative_int("reconnect_grace", k.value(knobs, "reconnect_grace"))
+    grace = non_negative_int("reconnect_grace", value(knobs, "reconnect_grace"))
     if grace < MIN_RECONNECT_GRACE:
         raise PlanError(f"reconnect_grace={grace} leaves a remote trial no time to restore its dataset and start its "
                         f"server; give at least {MIN_RECONNECT_GRACE} seconds")
-    overrides = k.value(knobs, "mycnf_overrides") or {}
+    overrides = value(knobs, "mycnf_overrides") or {}
     if not isinstance(overrides, dict):
         raise PlanError("mycnf_overrides must map option names to values")
     if any(mycnf.normalize_name(str(name)) == "innodb_buffer_pool_size" for name in overrides):
         raise PlanError("mycnf_overrides sets innodb_buffer_pool_size; use bp_sizes, which sweeps it")
     # sysbench may not print the last interval of a run: a short step needs two to measure one.
-    if "fileio" in workloads and k.positive_int("fileio_step_duration", k.value(knobs, "fileio_step_duration")) < 2 * interval:
-        raise PlanError(f"fileio_step_duration={k.value(knobs, 'fileio_step_duration')} holds fewer than two report "
+    if "fileio" in workloads and positive_int("fileio_step_duration", value(knobs, "fileio_step_duration")) < 2 * interval:
+        raise PlanError(f"fileio_step_duration={value(knobs, 'fileio_step_duration')} holds fewer than two report "
                         f"intervals of {interval} s (sysbench may not print the last one); make it at least {2 * interval}")
     if "tpcc" in workloads and (warmup % interval or duration % interval):
         raise PlanError(f"tpcc: warmup={warmup} and duration={duration} must be whole multiples of "
                         f"report_interval={interval}; tpcc_start measures whole intervals only")
-    rand_type = str(k.value(knobs, "oltp_rand_type"))
-    k.choose("oltp_rand_type", [rand_type], k.RAND_TYPES)
+    rand_type = str(value(knobs, "oltp_rand_type"))
+    choose("oltp_rand_type", [rand_type], RAND_TYPES)
     return {
         "filesystems": filesystems,
-        "mkfs_options": _per_fs("mkfs_options", k.value(knobs, "mkfs_options"), filesystems),
-        "mount_options": _per_fs("mount_options", k.value(knobs, "mount_options"), filesystems),
+        "mkfs_options": _per_fs("mkfs_options", value(knobs, "mkfs_options"), filesystems),
+        "mount_options": _per_fs("mount_options", value(knobs, "mount_options"), filesystems),
         "workloads": workloads,
         "variants": variants,
         "bp_sizes": bp_sizes,
         "threads": threads,
-        "repeats": k.positive_int("repeats", k.value(knobs, "repeats")),
-        "cell_order": k.choose("cell_order", [str(k.value(knobs, "cell_order"))], k.ORDERS)[0],
-        "cell_order_seed": k.non_negative_int("cell_order_seed", k.value(knobs, "cell_order_seed")),
+        "repeats": positive_int("repeats", value(knobs, "repeats")),
+        "cell_order": choose("cell_order", [str(value(knobs, "cell_order"))], ORDERS)[0],
+        "cell_order_seed": non_negative_int("cell_order_seed", value(knobs, "cell_order_seed")),
         "warmup": warmup,
         "duration": duration,
         "auto": auto,
         "report_interval": interval,
         "reconnect_grace": grace,
         "oltp": {
-            "tables": k.positive_int("oltp_tables", k.value(knobs, "oltp_tables")),
-            "table_size": k.positive_int("oltp_table_size", k.value(knobs, "oltp_table_size")),
+            "tables": positive_int("oltp_tables", value(knobs, "oltp_tables")),
+            "table_size": positive_int("oltp_table_size", value(knobs, "oltp_table_size")),
             "rand_type": rand_type,
-            "percentile": k.positive_int("oltp_percentile", k.value(knobs, "oltp_percentile")),
+            "percentile": positive_int("oltp_percentile", value(knobs, "oltp_percentile")),
         },
         "tpcc": _tpcc(knobs) if "tpcc" in workloads else None,
-        "fileio": fileio.normalise(knobs) if "fileio" in workloads else None,
-        "mycnf_overrides": {str(name): str(value) for name, value in overrides.items()},
-        "force": k.truthy(k.value(knobs, "force")),
+        "fileio": _fileio_spec(knobs) if "fileio" in workloads else None,
+        "mycnf_overrides": {str(name): str(setting) for name, setting in overrides.items()},
+        "force": truthy(value(knobs, "force")),
     }
 
 
@@ -178,8 +402,8 @@ AUTO_WORKLOADS = ("oltp", "tpcc")
 def _auto(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
     """warmup=auto and duration=auto: which of them the trials decide, and the duration's rules
     (warmup_max and duration_max take the place of warmup and duration); None when both are fixed."""
-    warmup_auto = str(k.value(knobs, "warmup")).strip().lower() == AUTO
-    duration_auto = str(k.value(knobs, "duration")).strip().lower() == AUTO
+    warmup_auto = str(value(knobs, "warmup")).strip().lower() == AUTO
+    duration_auto = str(value(knobs, "duration")).strip().lower() == AUTO
     if not (warmup_auto or duration_auto):
         return None
     others = [w for w in workloads if w not in AUTO_WORKLOADS]
@@ -188,8 +412,8 @@ def _auto(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
                         "run it with a fixed warmup and duration")
     auto: dict[str, Any] = {"warmup": warmup_auto, "duration": duration_auto}
     if duration_auto:
-        precision = k.fraction("precision", k.value(knobs, "precision"))
-        auto.update(duration_min=k.non_negative_int("duration_min", k.value(knobs, "duration_min")), precision=precision)
+        precision = fraction("precision", value(knobs, "precision"))
+        auto.update(duration_min=non_negative_int("duration_min", value(knobs, "duration_min")), precision=precision)
     return auto
 
 
@@ -203,8 +427,8 @@ def detachment(cell: dict[str, Any], grace: int) -> dict[str, int]:
 
 
 def _tpcc(knobs: dict[str, Any]) -> dict[str, int]:
-    warehouses = k.positive_int("tpcc_warehouses", k.value(knobs, "tpcc_warehouses"))
-    jobs = k.positive_int("tpcc_load_jobs", k.value(knobs, "tpcc_load_jobs"))
+    warehouses = positive_int("tpcc_warehouses", value(knobs, "tpcc_warehouses"))
+    jobs = positive_int("tpcc_load_jobs", value(knobs, "tpcc_load_jobs"))
     return {"warehouses": warehouses, "load_jobs": min(jobs, warehouses)}
 
 
@@ -214,9 +438,9 @@ def _redo_bytes(spec: dict[str, Any]) -> int:
     base.cnf's."""
     overrides = {mycnf.normalize_name(name): value for name, value in spec["mycnf_overrides"].items()}
     if "innodb_redo_log_capacity" in overrides:
-        return k.parse_size("innodb_redo_log_capacity", overrides["innodb_redo_log_capacity"])
+        return parse_size("innodb_redo_log_capacity", overrides["innodb_redo_log_capacity"])
     if "innodb_log_file_size" in overrides:
-        return k.parse_size("innodb_log_file_size", overrides["innodb_log_file_size"])
+        return parse_size("innodb_log_file_size", overrides["innodb_log_file_size"])
     return BASE_REDO_BYTES
 
 
@@ -268,7 +492,7 @@ def _driver_identity(spec: dict[str, Any], ctx: Context, workload: str) -> list[
 
 
 def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any]:
-    label = k.size_label(bp)
+    label = size_label(bp)
     inputs = {
         "schema": SCHEMA,
         "dataset": dataset["key"],
@@ -306,7 +530,7 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
 
 def _fileio_cell(spec, ctx, fs, dataset, test, block_bytes, threads, repeat) -> dict[str, Any]:
     """A raw-device cell: a sub-test and a block size, and no server (no variant, no buffer pool)."""
-    label = k.size_label(block_bytes)
+    label = size_label(block_bytes)
     timing = fileio.timing(test, spec["fileio"], spec["warmup"], spec["duration"], spec["report_interval"])
     options = fileio.driver_options(test, block_bytes, spec["fileio"])
     inputs = {
@@ -405,17 +629,15 @@ def _render_mycnf(spec: dict[str, Any], ctx: Context, cells: list[dict[str, Any]
             overrides = {**spec["mycnf_overrides"], "innodb_buffer_pool_size": bp_size}
             text, notes = mycnf.render_variant(ctx.cnf_dir, variant, ctx.server_flavor, ctx.server_version,
                                                set(ctx.server_known_options or ()), overrides)
-            # What the trial compares with the settings its server reports (its flags).
-            asked = mycnf.asked_settings(text, f"variant {variant}")
-            rendered[variant, bp_size] = {"text": text, "notes": notes, "asked": asked}
+            rendered[variant, bp_size] = {"text": text, "notes": notes}
         return rendered[variant, bp_size]
 
     for cell in cells:
         if cell["workload"] == "fileio":  # the device alone: no server, no my.cnf
-            cell["mycnf"], cell["dataset"]["mycnf"] = {"text": "", "notes": [], "asked": {}}, ""
+            cell["mycnf"], cell["dataset"]["mycnf"] = {"text": "", "notes": []}, ""
             continue
         cell["mycnf"] = render(cell["variant"], cell["bp_size"])
-        cell["dataset"]["mycnf"] = render("A", k.size_label(max(spec["bp_sizes"])))["text"]
+        cell["dataset"]["mycnf"] = render("A", size_label(max(spec["bp_sizes"])))["text"]
 
 
 def _ordered(cells: list[dict[str, Any]], spec: dict[str, Any], fs: str) -> list[dict[str, Any]]:

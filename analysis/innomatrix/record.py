@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from innomatrix import layout, tree
-from innomatrix.knobs import KnobError, parse_size
+from innomatrix.plan import KnobError, parse_size
 
 NOT_APPLICABLE = layout.NOT_APPLICABLE
 STATUSES = ("ok", "failed", "invalid")

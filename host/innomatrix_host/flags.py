@@ -94,11 +94,11 @@ def labels(found: list[dict[str, Any]]) -> str:
     return f"flagged: {', '.join(flag['label'] for flag in found)}" if found else ""
 
 
-def of_trial(directory: Path, trial: Mapping[str, Any], asked: Mapping[str, str | None], stalled: list[bool] | None,
+def of_trial(directory: Path, trial: Mapping[str, Any], stalled: list[bool] | None,
              last_t: float | None) -> list[dict[str, Any]]:
-    """The flags of a trial just run, from its directory (variables.txt, vmstat.log, iostat.json)
-    and its trial.json so far: `asked` is its my.cnf's I/O settings, `stalled` its measured
-    intervals' stalls and `last_t` its driver's last interval (None: the log could not be read).
+    """The flags of a trial just run, from its directory (my.cnf, variables.txt, vmstat.log,
+    iostat.json) and its trial.json so far: `stalled` is its measured intervals' stalls and
+    `last_t` its driver's last interval (None: the log could not be read).
     What cannot be read raises no flag here; the report reads it again. In the report's order."""
     found = []
     durations, workload = trial["durations"], trial["cell"]["workload"]
@@ -114,5 +114,9 @@ def of_trial(directory: Path, trial: Mapping[str, Any], asked: Mapping[str, str 
         found += resources(workload, iostat.get("r/s"), vmstat.get("id"), vmstat.get("wa"))
     variables = collected.text(directory / "variables.txt")
     if variables:
+        try:
+            asked = settings.asked(collected.text(directory / "my.cnf"))
+        except ValueError:  # MyCnfError: the report says why, as a note
+            asked = {}
         found += server(asked, settings.effective(variables))
     return found

@@ -7,8 +7,6 @@ too many), not a fast machine. Both drivers' parsers read through here.
 
 from __future__ import annotations
 
-import re
-
 # No figure either driver prints comes near this (7200 s at a million events/s is 7.2e9): a larger
 # one is a corrupted log, and float() would quietly turn 400 digits into inf.
 ABSURD = 1e15
@@ -39,23 +37,3 @@ def plausible(name: str, value: float, limit: float) -> float:
         raise ValueError(f"{name} {value:g} is more than any run prints ({limit:g})")
     return value
 
-
-# Sizes as users and my.cnf write them: bytes, or a number with K, M, G or T (powers of 1024).
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
-SIZE_FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-class SizeError(ValueError):
-    """A size that cannot be read; the message is one line for the user."""
-
-
-def parse_size(name: str, text: object) -> int:
-    """'128M', '1.5G', '4GiB' or a byte count → bytes."""
-    match = _SIZE.match(str(text))
-    if not match:
-        raise SizeError(f"{name}: cannot read size {text!r}; use bytes or a number with K, M, G or T (e.g. 128M, 25G)")
-    number, unit = match.groups()
-    size = int(float(number) * SIZE_FACTORS[unit.upper()])
-    if size <= 0:
-        raise SizeError(f"{name}: size {text!r} must be larger than zero")
-    return size

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from .numbers import SizeError, parse_size
+from .mycnf import SizeError, parse_cnf, parse_size
 
 # Read from the running server; the names both MariaDB and MySQL use where they differ.
 IO_SETTINGS = (
@@ -39,6 +39,11 @@ def effective(variables_text: str) -> dict[str, str]:
         if tab and name in IO_SETTINGS:
             found[name] = value.strip()
     return found
+
+
+def asked(mycnf_text: str, source: str = "my.cnf") -> dict[str, str | None]:
+    """The I/O settings a trial's my.cnf sets (server groups, later wins); MyCnfError when it cannot be read."""
+    return {name: value for name, value in parse_cnf(mycnf_text, source).items() if name in IO_SETTINGS}
 
 
 def canonical(name: str, value: str | None) -> str:

@@ -433,7 +433,7 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     measured = summarise_driver(tmp, cell, trial)
-    trial["flags"] = flags.of_trial(tmp, trial, cell["mycnf"]["asked"], measured.stalled if measured else None,
+    trial["flags"] = flags.of_trial(tmp, trial, measured.stalled if measured else None,
                                     measured.last_t if measured else None)
     trial["wall_s"] = round(time.monotonic() - wall, 3)
     write_json(tmp / "trial.json", trial)

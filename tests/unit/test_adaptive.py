@@ -13,7 +13,7 @@ from scipy.stats import t as student_t
 
 from innomatrix import plan, stats
 from innomatrix_host import steady
-from innomatrix.knobs import KnobError
+from innomatrix.plan import KnobError
 
 TRUE_MEDIAN = 1000.0
 

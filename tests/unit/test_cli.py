@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from innomatrix import cli, mycnf, plan
+from innomatrix import cli, plan
+from innomatrix_host import mycnf
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP_VARS = ROOT / "inventory" / "group_vars" / "all.yml"

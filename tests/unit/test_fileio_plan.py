@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from innomatrix import fileio, plan
-from innomatrix.knobs import KnobError
+from innomatrix.plan import KnobError
 from test_plan import CTX, ctx, knobs
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix import frame, mycnf, stats
+from innomatrix import frame, stats
 from innomatrix_host import collected, flags
 from innomatrix_host.sysbench import measured_stalls, parse_output
 
@@ -62,8 +62,7 @@ def _host_flags(directory: Path) -> list[dict]:
     intervals = parse_output((directory / "driver.log").read_text())["intervals"]
     durations = trial["durations"]
     stalled = measured_stalls(intervals, durations["warmup_s"], durations["report_interval_s"])
-    asked = mycnf.asked_settings((directory / "my.cnf").read_text())
-    return flags.of_trial(directory, trial, asked, stalled, max(interval["t"] for interval in intervals))
+    return flags.of_trial(directory, trial, stalled, max(interval["t"] for interval in intervals))
 
 
 def _window(directory: Path) -> collected.Window:

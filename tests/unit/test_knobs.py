@@ -1,11 +1,12 @@
-"""Unit tests for innomatrix.knobs: the matrix knobs as a user types them, checked and normalised."""
+"""Unit tests for the knobs part of innomatrix.plan: the matrix knobs as a user types them, checked and normalised."""
 
 from __future__ import annotations
 
 import pytest
 
-from innomatrix import knobs as k
-from innomatrix.knobs import KnobError
+from innomatrix_host import mycnf
+from innomatrix import plan as k
+from innomatrix.plan import KnobError
 
 G = 1 << 30
 M = 1 << 20
@@ -23,7 +24,7 @@ def one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
 def test_accepted_values() -> None:
     assert k.FILESYSTEMS == ("ext4", "xfs")
     assert k.WORKLOADS == ("oltp", "tpcc", "fileio")
-    assert k.FLAVORS == ("mariadb", "mysql", "percona")
+    assert mycnf.FLAVORS == ("mariadb", "mysql", "percona")
 
 
 def test_knob_error_is_a_value_error() -> None:

@@ -1,4 +1,4 @@
-"""Tests for innomatrix.mycnf: seed variants A-D, their translation and checking."""
+"""Tests for innomatrix_host.mycnf: seed variants A-D, their translation and checking."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix import mycnf
-from innomatrix.mycnf import MyCnfError
+from innomatrix_host import mycnf
+from innomatrix_host.mycnf import MyCnfError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -258,7 +258,7 @@ def test_variant_digest_hashes_base_then_variant_then_rules() -> None:
 
 def test_variant_digest_is_the_same_in_every_process() -> None:
     # Rules hold frozensets, whose order depends on PYTHONHASHSEED: the digest must not.
-    code = "from innomatrix import mycnf; print(mycnf.variant_digest({!r}, 'C'))".format(CNF_DIR)
+    code = "from innomatrix_host import mycnf; print(mycnf.variant_digest({!r}, 'C'))".format(CNF_DIR)
     digests = {
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT / "analysis")}).stdout

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from innomatrix import plan
-from innomatrix.knobs import KnobError
+from innomatrix.plan import KnobError
 from innomatrix.plan import PlanError
 
 G = 1 << 30

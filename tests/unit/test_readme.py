@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from innomatrix.knobs import KNOBS as PLAN_KNOBS
+from innomatrix.plan import KNOBS as PLAN_KNOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

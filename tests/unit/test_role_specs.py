@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from innomatrix.knobs import KNOBS
+from innomatrix.plan import KNOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES_DIR = ROOT / "roles"
@@ -249,7 +249,7 @@ def test_preflight_knobs_options_are_the_documented_knobs() -> None:
 
 
 def test_the_plans_knob_list_is_the_one_group_vars_documents_and_preflight_types() -> None:
-    """innomatrix.knobs.KNOBS is the one list: group_vars gives each its default, preflight's
+    """innomatrix.plan.KNOBS is the one list: group_vars gives each its default, preflight's
     argument spec its type, elements and choices, in the same order."""
     assert list(KNOBS) == list(knob_spec()) == [name for name in knobs() if name not in PASSED_SEPARATELY]
     problems = []

@@ -1,10 +1,9 @@
-"""innomatrix_host.settings and mycnf.asked_settings: what a trial asked of the server and what the server ran."""
+"""innomatrix_host.settings: what a trial asked of the server and what the server ran."""
 
 from __future__ import annotations
 
 import re
 
-from innomatrix import mycnf
 from innomatrix_host import settings
 
 # SHOW GLOBAL VARIABLES as MariaDB 10.11 printed it in a trial (abridged), and its my.cnf.
@@ -41,7 +40,7 @@ def test_the_running_values_of_the_io_settings() -> None:
 
 
 def test_what_the_server_groups_asked() -> None:
-    wanted = mycnf.asked_settings(MYCNF)
+    wanted = settings.asked(MYCNF)
     assert wanted["innodb_buffer_pool_size"] == "16M"
     assert "innodb_io_capacity" not in wanted  # [client] is not the server's
     assert wanted["innodb_adaptive_hash_index"] is None  # a bare name switches it on
@@ -55,7 +54,7 @@ def test_the_same_value_in_other_spellings_is_applied() -> None:
 
 def test_a_value_the_server_changed_is_named() -> None:
     # The bare `innodb_adaptive_hash_index` asked for it ON; the server ran it OFF.
-    assert settings.not_applied(mycnf.asked_settings(MYCNF), settings.effective(VARIABLES)) == [
+    assert settings.not_applied(settings.asked(MYCNF), settings.effective(VARIABLES)) == [
         "innodb_adaptive_hash_index: asked ON, ran OFF",
     ]
     assert settings.not_applied({"innodb_buffer_pool_size": "64M"}, {"innodb_buffer_pool_size": "134217728"}) == [

@@ -1,5 +1,8 @@
 """Seed my.cnf variants A-D: parse, layer, translate for today's servers, check, render.
 
+The plan renders each cell's my.cnf with it on the controller; the trial reads back what its my.cnf
+asked on the host (innomatrix_host.settings), with the same parser and the same size rule.
+
 my.cnf.d/ keeps the seed's intent in the option names of Percona's 2013
 "vCache vs FlashCache part 2" post.  Servers of today renamed, folded or
 removed some of those options, so translate() rewrites a variant for one
@@ -18,11 +21,31 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from innomatrix.knobs import FLAVORS, KnobError, parse_size
-from innomatrix_host.settings import IO_SETTINGS
-
+# The servers the suite installs and renders variants for.
+FLAVORS = ("mariadb", "mysql", "percona")
 Options = dict[str, str | None]
 Version = tuple[int, ...]
+
+
+# Sizes as users and my.cnf write them: bytes, or a number with K, M, G or T (powers of 1024).
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
+SIZE_FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+class SizeError(ValueError):
+    """A size that cannot be read; the message is one line for the user."""
+
+
+def parse_size(name: str, text: object) -> int:
+    """'128M', '1.5G', '4GiB' or a byte count → bytes."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise SizeError(f"{name}: cannot read size {text!r}; use bytes or a number with K, M, G or T (e.g. 128M, 25G)")
+    number, unit = match.groups()
+    size = int(float(number) * SIZE_FACTORS[unit.upper()])
+    if size <= 0:
+        raise SizeError(f"{name}: size {text!r} must be larger than zero")
+    return size
 
 
 class MyCnfError(ValueError):
@@ -125,12 +148,6 @@ def parse_cnf(text: str, source: str) -> Options:
         if group in SERVER_GROUPS:
             options[name] = value
     return options
-
-
-def asked_settings(text: str, source: str = "my.cnf") -> dict[str, str | None]:
-    """The I/O settings an option file sets (server groups, later wins): what a trial asked of its
-    server, compared with what it ran by innomatrix_host.settings."""
-    return {name: value for name, value in parse_cnf(text, source).items() if name in IO_SETTINGS}
 
 
 # ---------------------------------------------------------------- variants
@@ -350,7 +367,7 @@ def _parse_size(name: str, value: str | None) -> int:
     translate()'s callers catch."""
     try:
         return parse_size(_fmt(name, value), value)
-    except KnobError as exc:
+    except SizeError as exc:
         raise MyCnfError(str(exc)) from None
 
 
@@ -526,7 +543,7 @@ def render_variant(
     sources = " + ".join(path.name for path in _variant_files(cnf_dir, variant))
     header = [
         f"innomatrix variant {variant} for {server} ({version_text.strip()})",
-        f"generated from {sources} by innomatrix.mycnf: edit those, not this file",
+        f"generated from {sources} by innomatrix_host.mycnf: edit those, not this file",
     ]
     header += ["translation notes:", *(f"  {note}" for note in notes)] if notes else ["no translation needed"]
     if overrides:
