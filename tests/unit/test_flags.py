@@ -13,7 +13,7 @@ import pytest
 
 from innomatrix import frame, stats
 from innomatrix_host import collected, flags
-from innomatrix_host.sysbench import measured_stalls, parse_output
+from innomatrix_host.sysbench import measured_stalls, parse_output, summarize
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
 DEMO = FIXTURES / "real-demo"
@@ -135,3 +135,17 @@ def test_the_host_raises_the_flags_the_report_raises(tmp_path: Path) -> None:
         raised.update(flag["flag"] for flag in _host_flags(directory))
     assert raised >= {"native_aio_off", "settings_not_applied", "cpu_bound", "buffer_pool_holds_dataset"}
     assert re.search(r"CPU-bound: idle 1 %, iowait 2 %", cells.loc[first.relative_to(run).as_posix(), "flags"])
+
+
+def test_the_stalls_the_trial_flags_are_the_ones_its_summary_counts() -> None:
+    text = (DEMO / "localhost/xfs/oltp/A/bp-16M/t4/r1/driver.log").read_text()
+    lines = text.splitlines()
+    # Two intervals of nothing in the measured part (after 5 s of warmup).
+    for number, line in enumerate(lines):
+        if line.startswith(("[ 8s ]", "[ 9s ]")):
+            lines[number] = re.sub(r"tps: [\d.]+", "tps: 0.00", line)
+    intervals = parse_output("\n".join(lines) + "\n")["intervals"]
+    stalled = measured_stalls(intervals, 5, 1)
+    summary = summarize(intervals, 5, 1)
+    assert len(stalled) == summary["intervals_measured"] and sum(stalled) == summary["stall_intervals"] == 2
+    assert flags.stalls(stalled, 1)["evidence"] == {"intervals": 2, "episodes": 1, "longest_s": 2}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix_host import tpcc
+from innomatrix_host import flags, tpcc
 
 # Stalls as the trial module judges them on the host: sysbench's rule, handed over.
 summarize = tpcc.summarize
@@ -267,6 +267,11 @@ def test_a_stalled_interval_is_flagged_and_left_out_of_the_latency_median() -> N
     assert summary["stall_intervals"] == 1 and "stall_intervals" in summary["flags"]
     assert summary["latency_p95_ms_median"] == pytest.approx(42.692)
     assert summary["status"] == "ok"
+    # The trial's stalls flag reads the same intervals (the fourth of the measured ones).
+    stalled = tpcc.measured_stalls(tpcc.parse_output(text), 0, 5)
+    assert stalled.index(True) == 3 and sum(stalled) == 1
+    assert flags.stalls(stalled, 5)["text"] == "stalls: 1 intervals in 1 episodes (longest 5 s)"
+    assert tpcc.measured_stalls(tpcc.parse_output(text), 20, 5) == stalled[4:]
 
 
 def test_summarize_checks_the_interval() -> None:
