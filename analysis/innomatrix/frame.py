@@ -316,8 +316,9 @@ def _on_the_trials_clock(t: np.ndarray, path: Path, meta: dict[str, Any]) -> Non
 
 def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
     """The I/O settings the server ran with (`setting.<name>`, from variables.txt), and what its
-    flags say of them against the trial's my.cnf (`server_flags`, innomatrix_host.flags.server,
-    as the host flagged them). Trials from before variables.txt have none."""
+    flags say of them against the trial's my.cnf (`server_flags`: innomatrix_host.flags.server, the
+    definition the host applied; trial.json's flags are not read back). Trials from before
+    variables.txt have none."""
     found: dict[str, Any] = {f"setting.{name}": None for name in settings.IO_SETTINGS}
     found.update(server_flags="")
     variables, cnf = directory / "variables.txt", directory / "my.cnf"

@@ -33,7 +33,6 @@ RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 ORDERS = ("interleaved", "grouped", "random")
 
 
-
 class KnobError(ValueError):
     """A knob the matrix cannot run with; the message is one line for the user."""
 

@@ -197,8 +197,9 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
 
 
 def _driver_flags(fields: Fields) -> list[str]:
-    """The driver's own judgements (tpcc-mysql's): `driver_flags`, or, in a trial.json from before
-    the host wrote its flags (objects, which the report finds again from the logs), `flags`."""
+    """The driver's own judgements (tpcc-mysql's): `driver_flags`; in a trial.json from before the
+    host flagged trials, `flags` held them as text. The host's flags (objects in `flags`) are not
+    read back: the report finds them again from the logs."""
     if fields.raw("driver_flags") is not None:
         return fields.texts("driver_flags")
     recorded = fields.raw("flags")

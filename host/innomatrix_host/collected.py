@@ -83,9 +83,9 @@ def iostat_samples(text: str, device: str) -> list[tuple[dt.datetime, dict[str, 
         for entry in statistics_:
             stamp = dt.datetime.strptime(entry["timestamp"], "%Y-%m-%dT%H:%M:%S%z")
             for disk in entry.get("disk", []):
-                if disk.get("disk_device") == device:
+                if isinstance(disk, dict) and disk.get("disk_device") == device:
                     samples.append((stamp, {name: float(value) for name, value in disk.items()
                                             if isinstance(value, (int, float))}))
         return samples
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return []

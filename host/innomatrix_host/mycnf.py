@@ -20,16 +20,19 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Optional
 
 # The servers the suite installs and renders variants for.
 FLAVORS = ("mariadb", "mysql", "percona")
-Options = dict[str, str | None]
+# Optional, not `str | None`: this alias is evaluated when the module loads, and a host may run Python 3.9.
+Options = dict[str, Optional[str]]
 Version = tuple[int, ...]
 
 
 # Sizes as users and my.cnf write them: bytes, or a number with K, M, G or T (powers of 1024).
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 SIZE_FACTORS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+SIZE_LIMIT = float(1 << 60)
 
 
 class SizeError(ValueError):
@@ -42,10 +45,12 @@ def parse_size(name: str, text: object) -> int:
     if not match:
         raise SizeError(f"{name}: cannot read size {text!r}; use bytes or a number with K, M, G or T (e.g. 128M, 25G)")
     number, unit = match.groups()
-    size = int(float(number) * SIZE_FACTORS[unit.upper()])
-    if size <= 0:
+    size = float(number) * SIZE_FACTORS[unit.upper()]
+    if not size < SIZE_LIMIT:  # 400 digits read as inf: no device holds it
+        raise SizeError(f"{name}: size {str(text)[:20]!r}... is beyond any device (more than 1 EiB)")
+    if int(size) <= 0:
         raise SizeError(f"{name}: size {text!r} must be larger than zero")
-    return size
+    return int(size)
 
 
 class MyCnfError(ValueError):

@@ -36,4 +36,3 @@ def plausible(name: str, value: float, limit: float) -> float:
     if value > limit:
         raise ValueError(f"{name} {value:g} is more than any run prints ({limit:g})")
     return value
-

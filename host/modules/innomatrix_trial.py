@@ -433,8 +433,12 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     measured = summarise_driver(tmp, cell, trial)
-    trial["flags"] = flags.of_trial(tmp, trial, measured.stalled if measured else None,
-                                    measured.last_t if measured else None)
+    try:
+        trial["flags"] = flags.of_trial(tmp, trial, measured.stalled if measured else None,
+                                        measured.last_t if measured else None)
+    except (ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
+        # The trial is measured and kept whatever its flags; the report finds them from its logs.
+        trial["flags"], trial["flags_unread"] = [], f"the host could not flag this trial: {exc}"
     trial["wall_s"] = round(time.monotonic() - wall, 3)
     write_json(tmp / "trial.json", trial)
     kept = publish(tmp, final)

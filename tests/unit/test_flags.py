@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from innomatrix import frame, stats
+from innomatrix.parse import ParseError
 from innomatrix_host import collected, flags
 from innomatrix_host.sysbench import measured_stalls, parse_output, summarize
 
@@ -149,3 +150,28 @@ def test_the_stalls_the_trial_flags_are_the_ones_its_summary_counts() -> None:
     summary = summarize(intervals, 5, 1)
     assert len(stalled) == summary["intervals_measured"] and sum(stalled) == summary["stall_intervals"] == 2
     assert flags.stalls(stalled, 1)["evidence"] == {"intervals": 2, "episodes": 1, "longest_s": 2}
+
+
+def test_a_hostile_trial_neither_breaks_the_host_nor_the_report(tmp_path: Path) -> None:
+    """400 digits for a size in variables.txt and my.cnf, an iostat disk that is not an object:
+    no flag from what cannot be read and no traceback on the host; the report flags what it can
+    read, and refuses the damaged iostat.json in one line naming it."""
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    first, _ = _oltp_trials(run)
+    _rewrite_variables(first / "variables.txt", {"innodb_log_file_size": "9" * 400})
+    cnf = first / "my.cnf"
+    cnf.write_text(re.sub(r"innodb_buffer_pool_size\s*=.*", "innodb_buffer_pool_size = " + "9" * 400, cnf.read_text()))
+    document = json.loads((first / "iostat.json").read_text())
+    document["sysstat"]["hosts"][0]["statistics"][3]["disk"].insert(0, "loop0")
+    (first / "iostat.json").write_text(json.dumps(document))
+    assert collected.iostat_samples((first / "iostat.json").read_text(), "loop0")
+    host = _host_flags(first)
+    assert [flag["flag"] for flag in host] == ["settings_not_applied"]
+    assert "innodb_buffer_pool_size: asked " + "9" * 400 in host[0]["text"]
+    with pytest.raises(ParseError, match=rf"^{first}/iostat.json:\d+: the disk list of the entry of "
+                                         r".* holds other than disks"):
+        frame.load(run)
+    (first / "iostat.json").write_text((DEMO / first.relative_to(run) / "iostat.json").read_text())
+    cells = stats.cells(frame.load(run)).set_index("trial")
+    assert host[0]["text"] in cells.loc[first.relative_to(run).as_posix(), "flags"]

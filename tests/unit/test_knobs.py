@@ -251,3 +251,12 @@ def test_choose_is_case_sensitive() -> None:
 )
 def test_truthy(value: object, expected: bool) -> None:
     assert k.truthy(value) is expected
+
+
+@pytest.mark.parametrize("text", ["9" * 400, "9" * 400 + "G", str(1 << 60), "1048576T"])
+def test_parse_size_refuses_a_size_beyond_any_device(text: str) -> None:
+    """400 digits would read as inf, and int(inf) raises OverflowError: a one-line refusal instead."""
+    assert k.parse_size("bp_sizes", "1048575T") == 1048575 << 40
+    with pytest.raises(KnobError) as exc:
+        k.parse_size("bp_sizes", text)
+    assert one_line(exc) == f"bp_sizes: size {text[:20]!r}... is beyond any device (more than 1 EiB)"

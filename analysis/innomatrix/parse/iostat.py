@@ -124,6 +124,10 @@ def _samples(entries: list[dict[str, Any]], text: str, path: str | Path, device:
     except (KeyError, TypeError, AttributeError):
         bad = next(e for e in entries if not isinstance(e, dict) or "timestamp" not in e or "disk" not in e)
         raise ParseError(path, "a statistics entry has no timestamp or disk list", _line_near(text, bad)) from None
+    for entry, disk_list in zip(entries, disk_lists):
+        if not isinstance(disk_list, list) or not all(isinstance(disk, dict) for disk in disk_list):
+            raise ParseError(path, f"the disk list of the entry of {entry['timestamp']} holds other than disks",
+                             _line_near(text, entry))
     chosen = device or (disk_lists[0][0].get("disk_device", "") if disk_lists and disk_lists[0] else "")
     disks = []
     for entry, disk_list in zip(entries, disk_lists):
