@@ -76,8 +76,8 @@ def stall_mask(throughput: np.ndarray, fraction: float, other_work: np.ndarray |
 
 
 def episodes(mask: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of True as (first index, length) (innomatrix_host.flags.episodes)."""
-    return host_flags.episodes(np.asarray(mask, dtype=bool).tolist())
+    """Runs of True as (first index, length) (innomatrix_host.sysbench.episodes)."""
+    return sysbench_log.episodes(np.asarray(mask, dtype=bool).tolist())
 
 
 @dataclass(frozen=True)

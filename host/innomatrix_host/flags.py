@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import collected, settings
+from .sysbench import episodes
 
 # Below this mean of device reads per second over the measured window, the buffer pool holds the
 # dataset: the trial measured memory, not the device.
@@ -30,19 +31,6 @@ def _flag(name: str, label: str, text: str, **evidence: Any) -> dict[str, Any]:
 
 def _known(value: float | None) -> bool:
     return value is not None and not math.isnan(value)
-
-
-def episodes(stalls: list[bool]) -> list[tuple[int, int]]:
-    """Runs of stalled intervals as (first index, length)."""
-    runs: list[tuple[int, int]] = []
-    for index, stalled in enumerate(stalls):
-        if not stalled:
-            continue
-        if runs and runs[-1][0] + runs[-1][1] == index:
-            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
-        else:
-            runs.append((index, 1))
-    return runs
 
 
 def stalls(stalled: list[bool], interval_s: float) -> dict[str, Any] | None:

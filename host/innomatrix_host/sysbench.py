@@ -463,6 +463,20 @@ def stall_flags(throughputs: list[float], other_work: list[float] | None = None,
     return [(value <= limit or value == 0) and not other for value, other in zip(throughputs, other_work)]
 
 
+def episodes(stalls: list[bool]) -> list[tuple[int, int]]:
+    """Runs of stalled intervals as (first index, length): the fileio summary's longest stall, the
+    trial's stalls flag and the report's stall episodes."""
+    runs: list[tuple[int, int]] = []
+    for index, stalled in enumerate(stalls):
+        if not stalled:
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == index:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((index, 1))
+    return runs
+
+
 def trial_figures(throughputs: list[float], latencies: list[float | None] | None = None,
                   errors: list[float] | None = None, other_work: list[float] | None = None,
                   fraction: float = STALL_FRACTION) -> dict[str, Any]:
@@ -578,15 +592,6 @@ def _median_and_stddev(values: list[float]) -> tuple[float | None, float | None]
     return median, (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def _longest_run(flags: list[bool]) -> int:
-    """Length of the longest run of consecutive True values."""
-    longest = current = 0
-    for flag in flags:
-        current = current + 1 if flag else 0
-        longest = max(longest, current)
-    return longest
-
-
 def _run_bandwidth(summary: dict[str, Any], block_size_bytes: int) -> dict[str, Any]:
     """Whole-run IOPS and MiB/s from the summary, and whether they agree."""
     figures = ("read_iops", "write_iops", "read_mib_s", "write_mib_s")
@@ -684,7 +689,7 @@ def summarize_fileio(
         "iops_median": iops_median,
         "iops_stddev": iops_stddev,
         "stall_intervals": sum(stalls),
-        "longest_stall_s": _longest_run(stalls) * report_interval_s,
+        "longest_stall_s": max((length for _, length in episodes(stalls)), default=0) * report_interval_s,
         "latency_pct": _latency_pct(measured),
         "latency_ms_median": figures["latency_median"],
         "run_read_iops": summary.get("read_iops"),

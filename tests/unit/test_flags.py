@@ -14,7 +14,7 @@ import pytest
 from innomatrix import frame, stats
 from innomatrix.parse import ParseError
 from innomatrix_host import collected, flags
-from innomatrix_host.sysbench import measured_stalls, parse_output, summarize
+from innomatrix_host.sysbench import episodes, measured_stalls, parse_output, summarize
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
 DEMO = FIXTURES / "real-demo"
@@ -27,7 +27,7 @@ def test_stalls_count_intervals_episodes_and_the_longest() -> None:
     assert found == {"flag": "stalls", "label": "stalls", "text": "stalls: 3 intervals in 2 episodes (longest 4 s)",
                      "evidence": {"intervals": 3, "episodes": 2, "longest_s": 4.0}}
     assert flags.stalls([False, False], 1.0) is None
-    assert flags.episodes([True, False, True, True]) == [(0, 1), (2, 2)]
+    assert episodes([True, False, True, True]) == [(0, 1), (2, 2)]
 
 
 def test_resources_flag_a_buffer_pool_that_holds_the_dataset_and_a_cpu_bound_trial() -> None:
