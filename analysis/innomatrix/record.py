@@ -28,6 +28,7 @@ import pandas as pd
 
 from innomatrix import layout, tree
 from innomatrix.plan import KnobError, parse_size
+from innomatrix_host.collected import kernel_name
 
 NOT_APPLICABLE = layout.NOT_APPLICABLE
 STATUSES = ("ok", "failed", "invalid")
@@ -154,7 +155,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         raise fields.fail(f"status {status!r} is none of {', '.join(STATUSES)}")
     decided = _adaptive(fields, warmup, measured)
     _agrees_with_command(fields, command, cell, interval, warmup, measured, decided)
-    device = fields.text("device.path")
+    device = kernel_name({"name": fields.text("device.name"), "path": fields.text("device.path")})
     return {
         "trial": trial_id,
         **cell,
@@ -172,7 +173,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "command_options": command_options(command or ""),
         "server_flavor": fields.text("server.flavor"),
         "server_version": fields.text("server.version"),
-        "_device": Path(device).name if device else None,
+        "_device": device or None,
         "recorded_median": fields.number("summary.throughput_median", 0, 1e15),
         "recorded_pct": fields.number("summary.latency_pct", 0, 100),
         "throughput_unit": None,

@@ -14,12 +14,23 @@ from __future__ import annotations
 import datetime as dt
 import json
 import statistics
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .measured import EPSILON_S, first_measured_t
 
 # vmstat and iostat stamp their samples in whole seconds.
 RESOLUTION_S = 1.0
+
+
+def kernel_name(device: Mapping[str, Any]) -> str:
+    """The name the kernel, and so iostat, knows the device under test by (vda, md0, dm-1).
+
+    The user may name it by any path that resolves to it (/dev/disk/by-id/…, a symlink); the probe
+    records the kernel's name beside it. A trial.json written before it did names only the path."""
+    name = device.get("name")
+    return name if isinstance(name, str) and name else Path(str(device.get("path") or "")).name
 
 
 def text(path: Path) -> str:

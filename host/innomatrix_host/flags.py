@@ -97,7 +97,7 @@ def of_trial(directory: Path, trial: Mapping[str, Any], stalled: list[bool] | No
         window = collected.Window(dt.datetime.fromisoformat(started.replace("Z", "+00:00")), durations["warmup_s"],
                                   durations["report_interval_s"], last_t)
         vmstat = window.means(collected.vmstat_samples(collected.text(directory / "vmstat.log")))
-        device = Path(trial["device"]["path"]).name
+        device = collected.kernel_name(trial["device"])
         iostat = window.means(collected.iostat_samples(collected.text(directory / "iostat.json"), device))
         found += resources(workload, iostat.get("r/s"), vmstat.get("id"), vmstat.get("wa"))
     variables = collected.text(directory / "variables.txt")

@@ -294,10 +294,11 @@ class Collectors:
     """
 
     def __init__(self, out: Path, interval: int, device: str, server: "Server | None"):
+        """`device` is the kernel's name for the device under test (collected.kernel_name)."""
         self.specs = {
             # -t puts the wall-clock time on every line: the analysis aligns by it.
             "vmstat.log": ["vmstat", "-n", "-t", str(interval)],
-            "iostat.json": ["iostat", "-o", "JSON", "-t", "-x", "-k", os.path.basename(device), str(interval)],
+            "iostat.json": ["iostat", "-o", "JSON", "-t", "-x", "-k", device, str(interval)],
         }
         self.out = out
         self.procs: list[subprocess.Popen] = []

@@ -29,7 +29,7 @@ options:
   server: {description: Server commands, flavor and version (mysql_server role facts), type: dict, required: true}
   instance: {description: Socket, port and bind address of the benchmarked instance, type: dict, required: true}
   mountpoint: {description: Where the device under test is mounted, type: path, required: true}
-  device: {description: "The device under test as mounted: path (for iostat), identity, filesystem, mount and queue settings", type: dict, required: true}
+  device: {description: "The device under test as mounted: path as named, the kernel name (for iostat), identity, filesystem, mount and queue settings", type: dict, required: true}
   dataset: {description: What the dataset role returned (key, pristine, load_s), type: dict, required: true}
   driver_version: {description: sysbench --version, type: str, required: true}
   tpcc_tool: {description: "tpcc-mysql as the tpcc role built it (bin_dir, commit); tpcc cells only", type: dict, default: {}}
@@ -49,6 +49,7 @@ from typing import NamedTuple
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
 from ansible.module_utils.innomatrix_host import flags
+from ansible.module_utils.innomatrix_host.collected import kernel_name
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
 from ansible.module_utils.innomatrix_host.runtime import (
@@ -198,7 +199,7 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
     trial["fileio_dir"] = str(workdir)
     trial["hygiene"] = {"page_cache": drop_caches()}
     trial["smart"] = {"before": snapshot(device)}
-    collectors = Collectors(tmp, cell["report_interval"], device, None)
+    collectors = Collectors(tmp, cell["report_interval"], kernel_name(p["device"]), None)
     driver = None
     try:
         if scratch:
@@ -253,7 +254,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     trial["hygiene"] = {"page_cache": drop_caches()}
 
     server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
-    collectors = Collectors(tmp, cell["report_interval"], p["device"]["path"], server)
+    collectors = Collectors(tmp, cell["report_interval"], kernel_name(p["device"]), server)
     driver = None
     try:
         server.start()

@@ -1,12 +1,15 @@
 """The raw-device workload end to end: sysbench fileio's sub-tests as cells on a loop device.
 
 Real mkfs, real sysbench fileio with O_DIRECT on the loop device's filesystems, real vmstat and
-iostat beside it; a loop device has no SMART, which must be recorded, never fatal.
+iostat beside it; a loop device has no SMART, which must be recorded, never fatal. The device is
+named by a symlink to it, as careful people name a disk by /dev/disk/by-id/…: iostat and the
+report know it by the kernel's name.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -43,10 +46,24 @@ def fileio_trials(run_dir: Path) -> dict[str, dict]:
     }
 
 
+def stable_name(env) -> Path:
+    """The env's loop device under a name that is not the kernel's, made once: a symlink, as udev
+    makes /dev/disk/by-id/… (found again by its backing file, like every loop device of the env)."""
+    link = env.base / "by-id" / "im-fileio-disk"
+    if not link.is_symlink():
+        with open(env.disk, "wb") as disk:
+            disk.truncate(2 << 30)
+        device = subprocess.run(["losetup", "--direct-io=on", "--show", "-f", str(env.disk)],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        link.parent.mkdir()
+        link.symlink_to(device)
+    return link
+
+
 def play(env, *extra: str):
     knobs = env.base / "fileio-knobs.yml"
     knobs.write_text(yaml.safe_dump(FILEIO_KNOBS))
-    return env.play("-e", f"@{knobs}", "-e", "run_name=fileio", *extra)
+    return env.play("-e", f"@{knobs}", "-e", "run_name=fileio", "-e", f"device={stable_name(env)}", *extra)
 
 
 def test_every_fileio_sub_test_is_a_recorded_cell(env):
@@ -54,6 +71,7 @@ def test_every_fileio_sub_test_is_a_recorded_cell(env):
     ok(done)
     run_dir = env.results / "fileio"
     trials = fileio_trials(run_dir)
+    kernel_name = Path(stable_name(env).resolve()).name
     assert sorted(trials) == sorted(f"localhost/{fs}/fileio/{cell}" for fs in ("ext4", "xfs") for cell in PER_FS)
     for path, trial in trials.items():
         assert trial["status"] == "ok", (path, trial["reasons"])
@@ -73,7 +91,10 @@ def test_every_fileio_sub_test_is_a_recorded_cell(env):
         assert trial["smart"]["before"]["status"] == "unsupported" and trial["smart"]["before"]["reason"]
         directory = run_dir / path
         assert (directory / "vmstat.log").stat().st_size > 0
-        assert json.loads((directory / "iostat.json").read_text())["sysstat"]["hosts"]
+        # Both names recorded; iostat watched the kernel's.
+        assert (trial["device"]["path"], trial["device"]["name"]) == (str(stable_name(env)), kernel_name)
+        entries = json.loads((directory / "iostat.json").read_text())["sysstat"]["hosts"][0]["statistics"]
+        assert {disk["disk_device"] for entry in entries for disk in entry["disk"]} == {kernel_name}, path
         assert not (directory / "status.log").exists()
     sweep = {n: trials[f"localhost/xfs/fileio/sync-rndrd/bs-16K/t{n}/r1"]["fileio"] for n in (1, 2)}
     for figures in sweep.values():

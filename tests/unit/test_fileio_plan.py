@@ -33,6 +33,14 @@ def ids(the_plan: dict[str, Any]) -> list[str]:
     return [cell["id"] for cell in the_plan["cells"]]
 
 
+def test_a_buffer_pool_past_memory_is_no_matter_where_no_server_runs() -> None:
+    # fileio cells start no server: the default bp_sizes may exceed a small host's memory.
+    spec = plan.normalise(fileio_knobs(bp_sizes="20G"), CTX)
+    assert spec["bp_sizes"] == [20 << 30]
+    with pytest.raises(plan.PlanError, match="20G is not smaller than the memory"):
+        plan.normalise(fileio_knobs(workloads=["fileio", "oltp"], bp_sizes="20G"), CTX)
+
+
 def test_sweep_doubles_up_to_the_maximum() -> None:
     assert fileio.sweep(1) == [1]
     assert fileio.sweep(4) == [1, 2, 4]

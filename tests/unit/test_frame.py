@@ -87,6 +87,22 @@ def test_missing_collectors_are_noted_and_the_driver_still_loads(tmp_path):
     assert "vmstat: no vmstat.log" in notes and "iostat: no iostat.json" in notes and "status: no status.log" in notes
 
 
+def test_a_device_named_by_a_stable_path_is_read_from_iostat_by_its_kernel_name(tmp_path):
+    # iostat knows the kernel's name (loop0 here), never /dev/disk/by-id/…: trial.json says both.
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(10)))
+    record = json.loads((directory / "trial.json").read_text())
+    record["device"] = {"path": "/dev/disk/by-id/virtio-im-m1", "name": "loop0"}
+    (directory / "trial.json").write_text(json.dumps(record))
+    loaded = frame.load(tmp_path / "run")
+    assert loaded.trials.iloc[0]["iostat_device"] == "loop0"
+    assert len(wide(loaded, ["iostat.w/s"])) == 10
+    # Without the kernel's name (a tree from before it was recorded), the path's last part is all there is.
+    del record["device"]["name"]
+    (directory / "trial.json").write_text(json.dumps(record))
+    with pytest.raises(ParseError, match="no disk 'virtio-im-m1'"):
+        frame.load(tmp_path / "run")
+
+
 def test_a_trial_without_a_start_time_is_an_error_naming_its_trial_json(tmp_path):
     directory = write_trial(tmp_path / "run", Trial(tps=steady(5)))
     record = json.loads((directory / "trial.json").read_text())
