@@ -55,8 +55,9 @@ e2e: root venv
 	$(BIN)/pytest -q -x tests/e2e
 
 # molecule-os too: the remote-host e2e tests (tests/e2e/remote_hosts.py) run podman containers
-# of tests/molecule/image.sh's image, which they build themselves (debootstrap).
-test: root lint $(STAMP)/test-os $(STAMP)/molecule-os
+# of tests/molecule/image.sh's image, which they build themselves (debootstrap); and vm-os: the
+# VM host tests (tests/e2e/vm_host.py) boot QEMU guests of tests/vm/image.sh's image.
+test: root lint $(STAMP)/test-os $(STAMP)/molecule-os $(STAMP)/vm-os
 	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q tests
 	$(MAKE) --no-print-directory molecule
 
@@ -74,6 +75,12 @@ $(STAMP)/molecule-os: | $(STAMP)
 	@command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null \
 	  && [ -x /usr/libexec/podman/catatonit ] || { apt-get update && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y --no-install-recommends podman runc catatonit debootstrap; }
+	touch $@
+
+$(STAMP)/vm-os: | $(STAMP)
+	@command -v qemu-system-x86_64 >/dev/null && command -v qemu-img >/dev/null && command -v debootstrap >/dev/null \
+	  || { apt-get update && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y --no-install-recommends qemu-system-x86 qemu-utils debootstrap; }
 	touch $@
 
 molecule: root venv $(STAMP)/molecule-os
