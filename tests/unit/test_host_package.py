@@ -31,7 +31,8 @@ def imports(path: Path) -> set[tuple[int, str]]:
 
 def test_the_package_holds_every_host_rule() -> None:
     assert [path.name for path in PACKAGE] == [
-        "__init__.py", "collected.py", "flags.py", "measured.py", "mounts.py", "mycnf.py", "numbers.py", "runtime.py",
+        "__init__.py", "collected.py", "flags.py", "layouts.py", "measured.py", "mounts.py", "mycnf.py", "numbers.py",
+        "runtime.py",
         "settings.py", "smart.py", "steady.py", "sysbench.py", "tpcc.py", "tpcc_tool.py",
     ]
 

@@ -1,0 +1,260 @@
+"""Storage layouts over several member devices: md RAID and LVM stripes, as the seeds compared them.
+
+A layout is data (LAYOUTS: its kind, RAID level and chunk or stripe size); this module turns one,
+with its members, into the commands that build and remove it, reads back what the kernel made,
+and tells the suite's own leftovers from anything else on a member:
+
+- what the suite builds carries its tag: an md array is created with homehost TAG, so its
+  superblock's name reads `innomatrix:<array>`; an LVM volume group is named VG and tagged TAG;
+- a member that belongs to an array, a volume group or a device-mapper target that is not tagged
+  so is never touched: the layout is refused, naming the member and what holds it;
+- a layout the suite left half-built (a run that was interrupted, a host that lost power) is
+  removed and built anew, never reassembled: a benchmark wants the layout it asked for, freshly
+  made, not whatever an interrupted create left (say so in the plan).
+
+Standard library only: it runs on the benchmark host, inside Ansible's module wrapper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+TAG = "innomatrix"
+VG, LV = "innomatrix", "bench"
+SYS_BLOCK = Path("/sys/class/block")
+
+# Each entry: how it is built (md or lvm), the RAID level, the chunk or stripe size in KiB, the md
+# metadata version; fewest members; members that hold data (a RAID5 spends one on parity).
+LAYOUTS: dict[str, dict[str, Any]] = {
+    "md-raid0": {"kind": "md", "level": 0, "chunk_kib": 512, "metadata": "1.2", "min_members": 1},
+    "md-raid5": {"kind": "md", "level": 5, "chunk_kib": 512, "metadata": "1.2", "min_members": 3},
+    "md-raid10": {"kind": "md", "level": 10, "chunk_kib": 512, "metadata": "1.2", "min_members": 2},
+    "lvm-stripe": {"kind": "lvm", "stripe_kib": 64, "min_members": 1},
+}
+
+
+class LayoutError(ValueError):
+    """A layout that cannot be built as asked, or a member it may not touch: one line for the user."""
+
+
+def data_members(layout: dict[str, Any], members: int) -> int:
+    """Members whose chunks hold data in one stripe: what the filesystem spreads its writes over."""
+    if layout["kind"] == "md" and layout["level"] == 5:
+        return members - 1
+    if layout["kind"] == "md" and layout["level"] == 10:
+        return max(1, members // 2)
+    return members
+
+
+def stripe_unit_kib(layout: dict[str, Any]) -> int:
+    return int(layout["chunk_kib"] if layout["kind"] == "md" else layout["stripe_kib"])
+
+
+def alignment(layout: dict[str, Any], members: int, block_bytes: int = 4096) -> dict[str, Any]:
+    """The filesystem's stripe geometry for the layout, and the mkfs options that say it:
+    xfs takes the stripe unit and width (su, sw), ext4 the same in filesystem blocks (stride,
+    stripe_width). One data member has no stripe to align to."""
+    unit_kib, width = stripe_unit_kib(layout), data_members(layout, members)
+    if width < 2:
+        return {"stripe_unit_kib": unit_kib, "data_members": width, "mkfs_options": {"xfs": "", "ext4": ""}}
+    stride = unit_kib * 1024 // block_bytes
+    return {
+        "stripe_unit_kib": unit_kib,
+        "data_members": width,
+        "mkfs_options": {"xfs": f"-d su={unit_kib}k,sw={width}",
+                         "ext4": f"-E stride={stride},stripe_width={stride * width}"},
+    }
+
+
+def array_path(name: str) -> str:
+    """Where the layout's block device appears: the md array's or the logical volume's path."""
+    return f"/dev/md/{name}" if LAYOUTS[name]["kind"] == "md" else f"/dev/{VG}/{LV}"
+
+
+def check(name: str, members: Sequence[str]) -> dict[str, Any]:
+    """The layout entry for `name` over `members` (paths as given), or a LayoutError: an unknown
+    layout, too few members, a member listed twice (by any of its names)."""
+    if name not in LAYOUTS:
+        raise LayoutError(f"unknown layout {name!r}; accepted: {', '.join(LAYOUTS)}")
+    layout = LAYOUTS[name]
+    if len(members) < layout["min_members"]:
+        raise LayoutError(f"{name} needs at least {layout['min_members']} members; {len(members)} given")
+    seen: dict[str, str] = {}
+    for member in members:
+        real = os.path.realpath(member)
+        if real in seen:
+            raise LayoutError(f"{member} is listed twice among the members of {name} (as {seen[real]} too)")
+        seen[real] = member
+    return layout
+
+
+def build_commands(name: str, members: Sequence[str]) -> list[list[str]]:
+    """The commands that build the layout on members the suite may use (blank or its own)."""
+    layout, count = LAYOUTS[name], len(members)
+    if layout["kind"] == "md":
+        # --assume-clean: a RAID5 would otherwise resync in the background while the first cells
+        # ran, and measure that instead; parity that was never computed does not change the I/O
+        # the benchmark does. --force lets a RAID0 have one member (the member-count sweep's 1).
+        # The new array's first blocks are the members' old data: wipe what they may still show.
+        return [["mdadm", "--create", array_path(name), "--run", "--force", "--assume-clean",
+                 f"--level={layout['level']}", f"--raid-devices={count}", f"--chunk={layout['chunk_kib']}K",
+                 f"--metadata={layout['metadata']}", f"--homehost={TAG}", f"--name={name}", *members],
+                ["wipefs", "--all", array_path(name)]]
+    return [
+        ["pvcreate", "--yes", *members],
+        ["vgcreate", "--addtag", TAG, VG, *members],
+        ["lvcreate", "--yes", "--wipesignatures", "y", "--type", "striped", f"--stripes={count}",
+         f"--stripesize={layout['stripe_kib']}k", "--extents", "100%FREE", "--name", LV, VG],
+    ]
+
+
+# --- reading what is on a member -----------------------------------------------------------------
+
+
+Run = Callable[[list[str]], subprocess.CompletedProcess]
+
+
+def run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True)
+
+
+def key_values(text: str) -> dict[str, str]:
+    """`mdadm --export` and `blkid -o export` output: KEY=value lines."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def member_state(path: str, runner: Run = run) -> dict[str, Any]:
+    """What is on a member, judging nothing: its kernel name, its blkid type, an md superblock's
+    array name, an LVM volume group and its tags, and the block devices that hold it."""
+    real = os.path.realpath(path)
+    name = os.path.basename(real)
+    holders_dir = SYS_BLOCK / name / "holders"
+    state: dict[str, Any] = {
+        "member": path, "name": name,
+        "holders": sorted(entry.name for entry in holders_dir.iterdir()) if holders_dir.is_dir() else [],
+    }
+    probed = runner(["blkid", "-p", "-o", "export", real])
+    state["type"] = key_values(probed.stdout).get("TYPE", "") if probed.returncode == 0 else ""
+    if state["type"] == "linux_raid_member":
+        examined = runner(["mdadm", "--examine", "--export", real])
+        state["md_name"] = key_values(examined.stdout).get("MD_NAME", "")
+    elif state["type"] == "LVM2_member":
+        listed = runner(["pvs", "--noheadings", "--reportformat", "json", "-o", "vg_name,vg_tags", real])
+        try:
+            pv = json.loads(listed.stdout)["report"][0]["pv"][0]
+            state["vg"], state["vg_tags"] = pv.get("vg_name", ""), [t for t in pv.get("vg_tags", "").split(",") if t]
+        except (ValueError, KeyError, IndexError, TypeError):
+            state["vg"], state["vg_tags"] = "", []
+    return state
+
+
+def ours(state: dict[str, Any]) -> bool:
+    """Whether what is on the member is a layout the suite made (and so the suite's to remove)."""
+    if state["type"] == "linux_raid_member":
+        return state.get("md_name", "").startswith(f"{TAG}:")
+    if state["type"] == "LVM2_member":
+        return state.get("vg") == VG and TAG in state.get("vg_tags", [])
+    return False
+
+
+def refusal(state: dict[str, Any], holder_is_ours: Callable[[str], bool], may_wipe: bool = False) -> str | None:
+    """Why the suite may not use the member for a layout, in one line, or None.
+
+    Blank members and the suite's own leftovers may be used; an array, a volume group or a
+    device-mapper target not tagged as the suite's may not, nor any other signature unless
+    `may_wipe` (the device probe proved it the suite's filesystem, or the user named the member
+    in wipe_device)."""
+    member = state["member"]
+    foreign_holders = [h for h in state["holders"] if not holder_is_ours(h)]
+    if foreign_holders:
+        return f"{member} is held by {', '.join(foreign_holders)}, which the suite did not make (md, LVM, dm or crypt)"
+    if state["type"] == "linux_raid_member" and not ours(state):
+        return f"{member} is a member of md array {state.get('md_name') or '(unnamed)'}, which the suite did not make"
+    if state["type"] == "LVM2_member" and not ours(state):
+        return (f"{member} is an LVM physical volume of volume group {state.get('vg') or '(none)'}, "
+                f"which is not the suite's ({VG}, tagged {TAG})")
+    if state["type"] and state["type"] not in ("linux_raid_member", "LVM2_member") and not may_wipe:
+        return f"{member} holds a {state['type']} signature; a layout is built only on blank members or the suite's own"
+    return None
+
+
+# --- the kernel's own account of a built layout ---------------------------------------------------
+
+
+def _sysfs(name: str, leaf: str) -> str:
+    try:
+        return (SYS_BLOCK / name / leaf).read_text().strip()
+    except OSError:
+        return ""
+
+
+def member_record(name: str) -> dict[str, str]:
+    """A member as the kernel knows it: name, model and serial (what SMART is taken from)."""
+    return {"name": name, "path": f"/dev/{name}", "model": _sysfs(name, "device/model"),
+            "serial": _sysfs(name, "serial") or _sysfs(name, "device/serial")}
+
+
+def md_read_back(array: str, runner: Run = run) -> dict[str, Any]:
+    """The md array as the kernel made it: /sys/block/mdN/md/ and `mdadm --detail --export`."""
+    name = os.path.basename(os.path.realpath(array))
+    detail = key_values(runner(["mdadm", "--detail", "--export", array]).stdout)
+    members = sorted(entry.name[len("dev-"):] for entry in (SYS_BLOCK / name / "md").glob("dev-*"))
+    chunk = _sysfs(name, "md/chunk_size")
+    return {
+        "kind": "md", "name": name, "path": array,
+        "level": _sysfs(name, "md/level") or detail.get("MD_LEVEL", ""),
+        "chunk_kib": int(chunk) // 1024 if chunk.isdigit() else None,
+        "metadata": detail.get("MD_METADATA", ""), "md_name": detail.get("MD_NAME", ""),
+        "uuid": detail.get("MD_UUID", ""),
+        "members": [member_record(m) for m in members],
+    }
+
+
+def lvm_read_back(runner: Run = run) -> dict[str, Any]:
+    """The striped logical volume as device-mapper holds it: `dmsetup table` and its slaves."""
+    path = f"/dev/{VG}/{LV}"
+    name = os.path.basename(os.path.realpath(path))
+    table = runner(["dmsetup", "table", f"{VG}-{LV}"]).stdout.split()
+    # <start> <length> striped <stripes> <chunk sectors> <dev> <offset> ...
+    striped = len(table) >= 5 and table[2] == "striped"
+    members = sorted(entry.name for entry in (SYS_BLOCK / name / "slaves").iterdir()) \
+        if (SYS_BLOCK / name / "slaves").is_dir() else []
+    return {
+        "kind": "lvm", "name": name, "path": path, "table": " ".join(table),
+        "stripes": int(table[3]) if striped else None,
+        "stripe_kib": int(table[4]) // 2 if striped else None,
+        "members": [member_record(m) for m in members],
+    }
+
+
+# --- the suite's own layouts: which holders are its, and how they go --------------------------------
+
+
+def holder_is_ours(holder: str, runner: Run = run) -> bool:
+    """Whether a block device holding a member is the suite's: an md array whose superblock name
+    carries the tag, or the suite's logical volume (device-mapper names it VG-LV)."""
+    if holder.startswith("md"):
+        detail = key_values(runner(["mdadm", "--detail", "--export", f"/dev/{holder}"]).stdout)
+        return detail.get("MD_NAME", "").startswith(f"{TAG}:")
+    return _sysfs(holder, "dm/name") == f"{VG}-{LV}"
+
+
+def removal_commands(states: Sequence[dict[str, Any]], runner: Run = run) -> list[list[str]]:
+    """What removes the suite's own layout from these members, whole or half-built: stop its md
+    arrays, remove its volume group, then the md superblocks and LVM labels on the members. Only
+    what ours() and holder_is_ours() claim is named; on blank members, nothing."""
+    arrays = sorted({h for s in states for h in s["holders"] if h.startswith("md") and holder_is_ours(h, runner)})
+    commands = [["mdadm", "--stop", f"/dev/{array}"] for array in arrays]
+    if any(ours(s) and s["type"] == "LVM2_member" for s in states):
+        commands.append(["vgremove", "--yes", "--force", VG])
+    for state in states:
+        if ours(state) and state["type"] == "linux_raid_member":
+            commands.append(["mdadm", "--zero-superblock", state["member"]])
+        elif ours(state) and state["type"] == "LVM2_member":
+            commands.append(["pvremove", "--yes", state["member"]])
+    return commands

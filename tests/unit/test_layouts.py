@@ -1,0 +1,92 @@
+"""Layouts over several members (innomatrix_host.layouts): the geometry, the commands, and which
+members the suite may touch. The kernel's side (md, device-mapper) runs in the VM test host."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from innomatrix_host import layouts
+from innomatrix_host.layouts import LAYOUTS, LayoutError
+
+
+@pytest.mark.parametrize("name, members, data, xfs, ext4", [
+    ("md-raid0", 4, 4, "-d su=512k,sw=4", "-E stride=128,stripe_width=512"),
+    ("md-raid5", 4, 3, "-d su=512k,sw=3", "-E stride=128,stripe_width=384"),
+    ("md-raid10", 4, 2, "-d su=512k,sw=2", "-E stride=128,stripe_width=256"),
+    ("lvm-stripe", 2, 2, "-d su=64k,sw=2", "-E stride=16,stripe_width=32"),
+])
+def test_the_filesystem_is_aligned_to_the_data_members_stripe(name, members, data, xfs, ext4) -> None:
+    geometry = layouts.alignment(LAYOUTS[name], members)
+    assert geometry["data_members"] == data
+    assert geometry["mkfs_options"] == {"xfs": xfs, "ext4": ext4}
+
+
+def test_one_data_member_has_no_stripe_to_align_to() -> None:
+    assert layouts.alignment(LAYOUTS["md-raid0"], 1)["mkfs_options"] == {"xfs": "", "ext4": ""}
+
+
+def test_a_layout_is_refused_when_unknown_short_of_members_or_given_a_member_twice(tmp_path) -> None:
+    with pytest.raises(LayoutError, match="unknown layout 'raid6'; accepted: md-raid0, md-raid5"):
+        layouts.check("raid6", ["/dev/vdb"])
+    with pytest.raises(LayoutError, match="md-raid5 needs at least 3 members; 2 given"):
+        layouts.check("md-raid5", ["/dev/vdb", "/dev/vdc"])
+    # Twice by two names: a stable name and the kernel's.
+    link = tmp_path / "virtio-im-m1"
+    link.symlink_to("/dev/vdb")
+    with pytest.raises(LayoutError, match=f"/dev/vdb is listed twice among the members of md-raid0 \\(as {link} too\\)"):
+        layouts.check("md-raid0", [str(link), "/dev/vdb"])
+
+
+def test_the_suites_arrays_and_volume_groups_carry_its_tag() -> None:
+    md = layouts.build_commands("md-raid5", ["/dev/vdb", "/dev/vdc", "/dev/vdd"])
+    assert md == [["mdadm", "--create", "/dev/md/md-raid5", "--run", "--force", "--assume-clean", "--level=5",
+                   "--raid-devices=3", "--chunk=512K", "--metadata=1.2", "--homehost=innomatrix", "--name=md-raid5",
+                   "/dev/vdb", "/dev/vdc", "/dev/vdd"], ["wipefs", "--all", "/dev/md/md-raid5"]]
+    lvm = layouts.build_commands("lvm-stripe", ["/dev/vdb", "/dev/vdc"])
+    assert ["vgcreate", "--addtag", "innomatrix", "innomatrix", "/dev/vdb", "/dev/vdc"] in lvm
+    assert "--stripes=2" in lvm[-1] and "--stripesize=64k" in lvm[-1]
+
+
+def state(**fields) -> dict:
+    return {"member": "/dev/disk/by-id/virtio-im-m1", "name": "vdb", "holders": [], "type": "", **fields}
+
+
+@pytest.mark.parametrize("fields, reason", [
+    ({}, None),
+    ({"type": "linux_raid_member", "md_name": "innomatrix:md-raid0"}, None),
+    ({"type": "LVM2_member", "vg": "innomatrix", "vg_tags": ["innomatrix"]}, None),
+    ({"type": "linux_raid_member", "md_name": "db1:0"},
+     "/dev/disk/by-id/virtio-im-m1 is a member of md array db1:0, which the suite did not make"),
+    ({"type": "LVM2_member", "vg": "data", "vg_tags": []},
+     "/dev/disk/by-id/virtio-im-m1 is an LVM physical volume of volume group data, which is not the suite's "
+     "(innomatrix, tagged innomatrix)"),
+    # Named like the suite's but untagged: someone else's.
+    ({"type": "LVM2_member", "vg": "innomatrix", "vg_tags": []},
+     "/dev/disk/by-id/virtio-im-m1 is an LVM physical volume of volume group innomatrix, which is not the suite's "
+     "(innomatrix, tagged innomatrix)"),
+    ({"type": "xfs"}, "/dev/disk/by-id/virtio-im-m1 holds a xfs signature; a layout is built only on blank "
+                      "members or the suite's own"),
+    ({"holders": ["dm-3"]}, "/dev/disk/by-id/virtio-im-m1 is held by dm-3, which the suite did not make "
+                            "(md, LVM, dm or crypt)"),
+])
+def test_only_blank_members_and_the_suites_own_leftovers_may_be_used(fields, reason) -> None:
+    assert layouts.refusal(state(**fields), lambda holder: holder == "md127") == reason
+
+
+def test_removal_names_only_what_the_suite_made() -> None:
+    def runner(argv):
+        # md127 is the suite's array, md5 someone else's.
+        name = "innomatrix:md-raid0" if argv[-1] == "/dev/md127" else "db1:5"
+        return subprocess.CompletedProcess(argv, 0, f"MD_NAME={name}\n", "")
+
+    states = [state(member="/dev/vdb", type="linux_raid_member", md_name="innomatrix:md-raid0", holders=["md127"]),
+              state(member="/dev/vdc", type="linux_raid_member", md_name="innomatrix:md-raid0", holders=["md127"]),
+              state(member="/dev/vdd")]
+    assert layouts.removal_commands(states, runner) == [
+        ["mdadm", "--stop", "/dev/md127"],
+        ["mdadm", "--zero-superblock", "/dev/vdb"], ["mdadm", "--zero-superblock", "/dev/vdc"]]
+    lvm = [state(member="/dev/vdb", type="LVM2_member", vg="innomatrix", vg_tags=["innomatrix"])]
+    assert layouts.removal_commands(lvm, runner) == [["vgremove", "--yes", "--force", "innomatrix"],
+                                                     ["pvremove", "--yes", "/dev/vdb"]]
+    assert layouts.removal_commands([state(member="/dev/vdd")], runner) == []
