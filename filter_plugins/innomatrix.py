@@ -22,10 +22,11 @@ def innomatrix_knobs(host_vars: Mapping) -> dict:
         raise AnsibleFilterError(str(exc)) from None
 
 
-def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str) -> dict:
-    """The knobs alone, before the device or the server are known: {error} names a bad one."""
+def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str, devices: list | None = None) -> dict:
+    """The knobs alone, before the device or the server are known: {error} names a bad one.
+    The layouts' members are counted by the devices as named (probed later, before the plan)."""
     facts = {"host": "this host", "memory_bytes": memory_bytes, "device_id": "", "server_flavor": "",
-             "server_version": "", "driver_version": ""}
+             "server_version": "", "driver_version": "", "member_ids": list(devices or [])}
     try:
         spec = plan.normalise(knobs, plan.context(facts, cnf_dir))
         return {"error": None, "spec": spec, "device_bytes_needed": plan.space_needed(spec)}

@@ -24,6 +24,7 @@ from typing import Any
 
 from innomatrix import fileio
 from innomatrix import layout
+from innomatrix_host import layouts as storage_layouts
 from innomatrix_host import mycnf
 
 FILESYSTEMS = ("ext4", "xfs")
@@ -31,6 +32,8 @@ WORKLOADS = ("oltp", "tpcc", "fileio")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 # The order of a filesystem pass's cells (plan._ordered).
 ORDERS = ("interleaved", "grouped", "random")
+# plain: the host's one `device`; the others are built over the first N of its `devices`.
+LAYOUTS = (layout.PLAIN, *storage_layouts.LAYOUTS)
 
 
 class KnobError(ValueError):
@@ -55,6 +58,8 @@ class Knob:
 # (tests/unit/test_role_specs.py and test_readme.py hold all three to this table), and the
 # playbook hands the preflight role exactly these (the innomatrix_knobs filter).
 KNOBS: dict[str, Knob] = {
+    "layouts": Knob("list", [layout.PLAIN], elements="str"),
+    "members": Knob("list", [], elements="int"),
     "filesystems": Knob("list", ["ext4", "xfs"], elements="str", required=True),
     "mkfs_options": Knob("dict", {"ext4": "", "xfs": ""}),
     "mount_options": Knob("dict", {"ext4": "", "xfs": ""}),
@@ -275,6 +280,9 @@ class Context:
     driver_version: str
     variant_digests: dict[str, str]
     tpcc_version: str = ""
+    # Who the host's `devices` are (serial, WWN, loop backing file), in the order given: the
+    # members a layout is built over, first N first.
+    member_ids: tuple[str, ...] = ()
     # Known once the server is installed: the plan then renders each cell's my.cnf for it.
     cnf_dir: str = ""
     server_known_options: frozenset[str] | None = None
@@ -291,6 +299,7 @@ def context(facts: dict[str, Any], cnf_dir: str) -> Context:
         driver_version=str(facts["driver_version"]),
         variant_digests={v: mycnf.variant_digest(cnf_dir, v) for v in mycnf.variant_ids(cnf_dir)},
         tpcc_version=str(facts.get("tpcc_version") or ""),
+        member_ids=tuple(map(str, facts.get("member_ids") or ())),
         cnf_dir=cnf_dir,
         server_known_options=(frozenset(map(str, facts["server_known_options"]))
                               if facts.get("server_known_options") else None),
@@ -314,8 +323,37 @@ def _per_fs(name: str, value: Any, filesystems: list[str]) -> dict[str, str]:
     return {fs: str(value.get(fs) or "").strip() for fs in filesystems}
 
 
+def _storages(knobs: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
+    """What each pass's filesystem is made on: the plain device, or a layout over the first N of
+    the host's devices for each N in `members` (all of them when `members` is empty)."""
+    names = choose("layouts", as_list("layouts", value(knobs, "layouts")), LAYOUTS)
+    member_list = as_list("members", value(knobs, "members"))
+    counts = distinct("members", member_list, [positive_int("members", m) for m in member_list])
+    storages = []
+    for name in names:
+        if name == layout.PLAIN:
+            storages.append({"layout": name, "members": 1})
+            continue
+        if not ctx.member_ids:
+            raise PlanError(f"layouts: {name} is built over the host's devices, and {ctx.host} lists none; "
+                            "give the host devices: [/dev/disk/by-id/…, …]")
+        params = storage_layouts.LAYOUTS[name]
+        for count in counts or [len(ctx.member_ids)]:
+            if count > len(ctx.member_ids):
+                raise PlanError(f"members: {name} over {count} members needs {count} devices; "
+                                f"{ctx.host} lists {len(ctx.member_ids)}")
+            if count < params["min_members"]:
+                raise PlanError(f"members: {name} needs at least {params['min_members']} members; "
+                                f"members asks {count}")
+            storages.append({"layout": name, "members": count, "params": params,
+                             "member_ids": list(ctx.member_ids[:count]),
+                             "alignment": storage_layouts.alignment(params, count)})
+    return storages
+
+
 def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """Check every knob and return them in canonical form; raises KnobError/PlanError."""
+    storages = _storages(knobs, ctx)
     filesystems = choose("filesystems", as_list("filesystems", value(knobs, "filesystems")), FILESYSTEMS)
     workloads = choose("workloads", as_list("workloads", value(knobs, "workloads")), WORKLOADS)
     variants = choose("variants", as_list("variants", value(knobs, "variants")), sorted(ctx.variant_digests))
@@ -367,6 +405,7 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     rand_type = str(value(knobs, "oltp_rand_type"))
     choose("oltp_rand_type", [rand_type], RAND_TYPES)
     return {
+        "storages": storages,
         "filesystems": filesystems,
         "mkfs_options": _per_fs("mkfs_options", value(knobs, "mkfs_options"), filesystems),
         "mount_options": _per_fs("mount_options", value(knobs, "mount_options"), filesystems),
@@ -461,7 +500,20 @@ def space_needed(spec: dict[str, Any]) -> int:
     return needed
 
 
-def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict[str, Any]:
+def mkfs_options(spec: dict[str, Any], storage: dict[str, Any], fs: str) -> str:
+    """The options mkfs gets: a layout's stripe alignment first, then the user's own."""
+    aligned = storage["alignment"]["mkfs_options"][fs] if "alignment" in storage else ""
+    return " ".join(option for option in (aligned, spec["mkfs_options"][fs]) if option)
+
+
+def _device_identity(storage: dict[str, Any], ctx: Context) -> Any:
+    """Who the filesystem is made on: the device, or the layout with its parameters and members."""
+    if storage["layout"] == layout.PLAIN:
+        return ctx.device_id
+    return {"layout": storage["layout"], "params": storage["params"], "members": storage["member_ids"]}
+
+
+def _dataset(spec: dict[str, Any], ctx: Context, storage: dict[str, Any], fs: str, workload: str) -> dict[str, Any]:
     if workload == "fileio":
         # sysbench's test files: no server is involved, so its version is not part of the identity.
         scale = {"total_size": spec["fileio"]["total_size"], "file_num": spec["fileio"]["file_num"]}
@@ -475,15 +527,16 @@ def _dataset(spec: dict[str, Any], ctx: Context, fs: str, workload: str) -> dict
         server = [ctx.server_flavor, ctx.server_version]
     identity = {
         "host": ctx.host,
-        "device": ctx.device_id,
+        "device": _device_identity(storage, ctx),
         "filesystem": fs,
-        "mkfs_options": spec["mkfs_options"][fs],
+        "mkfs_options": mkfs_options(spec, storage, fs),
         "workload": workload,
         "scale": scale,
         "server": server,
     }
     key = digest(identity)
-    return {"workload": workload, "scale": scale, "key": key, "path": layout.dataset_path(ctx.host, fs, workload, key)}
+    return {"workload": workload, "scale": scale, "key": key,
+            "path": layout.dataset_path(ctx.host, fs, workload, key, storage["layout"], storage["members"])}
 
 
 def _driver_identity(spec: dict[str, Any], ctx: Context, workload: str) -> list[Any]:
@@ -492,7 +545,7 @@ def _driver_identity(spec: dict[str, Any], ctx: Context, workload: str) -> list[
     return [ctx.driver_version, spec["oltp"]["rand_type"], spec["oltp"]["percentile"]]
 
 
-def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any]:
+def _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any]:
     label = size_label(bp)
     inputs = {
         "schema": SCHEMA,
@@ -513,6 +566,7 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
     return _placed({
         "key": digest(inputs),
         "host": ctx.host,
+        **storage_fields,
         "filesystem": fs,
         "workload": dataset["workload"],
         "dataset": dataset,
@@ -529,7 +583,7 @@ def _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any
     })
 
 
-def _fileio_cell(spec, ctx, fs, dataset, test, block_bytes, threads, repeat) -> dict[str, Any]:
+def _fileio_cell(spec, ctx, storage_fields, fs, dataset, test, block_bytes, threads, repeat) -> dict[str, Any]:
     """A raw-device cell: a sub-test and a block size, and no server (no variant, no buffer pool)."""
     label = size_label(block_bytes)
     timing = fileio.timing(test, spec["fileio"], spec["warmup"], spec["duration"], spec["report_interval"])
@@ -547,6 +601,7 @@ def _fileio_cell(spec, ctx, fs, dataset, test, block_bytes, threads, repeat) -> 
     return _placed({
         "key": digest(inputs),
         "host": ctx.host,
+        **storage_fields,
         "filesystem": fs,
         "workload": "fileio",
         "dataset": dataset,
@@ -568,17 +623,19 @@ def _placed(cell: dict[str, Any]) -> dict[str, Any]:
     return {"id": path.split("/", 1)[1], "path": path, **cell}
 
 
-def _workload_cells(spec, ctx, fs, dataset) -> list[dict[str, Any]]:
+def _workload_cells(spec, ctx, storage, fs, dataset) -> list[dict[str, Any]]:
     repeats = range(1, spec["repeats"] + 1)
+    # The layout reaches the key through the dataset's (its identity names the layout and members).
+    storage_fields = {"layout": storage["layout"], "members": storage["members"]}
     if dataset["workload"] == "fileio":
         return [
-            _fileio_cell(spec, ctx, fs, dataset, test, block, threads, repeat)
+            _fileio_cell(spec, ctx, storage_fields, fs, dataset, test, block, threads, repeat)
             for test in spec["fileio"]["tests"]
             for block, threads in fileio.points(test, spec["fileio"], spec["threads"])
             for repeat in repeats
         ]
     return [
-        _cell(spec, ctx, fs, dataset, variant, bp, threads, repeat)
+        _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, repeat)
         for variant in spec["variants"]
         for bp in spec["bp_sizes"]
         for threads in spec["threads"]
@@ -593,12 +650,13 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
     """
     spec = normalise(knobs, ctx)
     cells, conflicts = [], []
-    for fs in spec["filesystems"]:
-        in_pass = [cell for workload in spec["workloads"]
-                   for cell in _workload_cells(spec, ctx, fs, _dataset(spec, ctx, fs, workload))]
-        for cell in _ordered(in_pass, spec, fs):
-            cell["state"] = _state(cell, finished.get(cell["path"]), spec["force"], conflicts)
-            cells.append(cell)
+    for storage in spec["storages"]:
+        for fs in spec["filesystems"]:
+            in_pass = [cell for workload in spec["workloads"]
+                       for cell in _workload_cells(spec, ctx, storage, fs, _dataset(spec, ctx, storage, fs, workload))]
+            for cell in _ordered(in_pass, spec, fs):
+                cell["state"] = _state(cell, finished.get(cell["path"]), spec["force"], conflicts)
+                cells.append(cell)
     if conflicts:
         raise PlanError(
             f"{len(conflicts)} finished cell(s) were measured with other inputs (first: {conflicts[0]}); "
@@ -672,22 +730,28 @@ def _state(cell: dict[str, Any], previous: dict[str, Any] | None, force: bool, c
 
 
 def _passes(spec: dict[str, Any], todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One pass per filesystem that has work: mkfs once, each dataset loaded once."""
+    """One pass per storage and filesystem that has work: the layout built (unless plain), mkfs
+    once, each dataset loaded once; the layout is removed when its pass ends."""
     passes = []
-    for fs in spec["filesystems"]:
-        cells = [c for c in todo if c["filesystem"] == fs]
-        if not cells:
-            continue
-        datasets = list({c["dataset"]["key"]: c["dataset"] for c in cells}.values())
-        passes.append(
-            {
-                "filesystem": fs,
-                "mkfs_options": spec["mkfs_options"][fs],
-                "mount_options": spec["mount_options"][fs],
-                "datasets": datasets,
-                "cells": cells,
-            }
-        )
+    for storage in spec["storages"]:
+        for fs in spec["filesystems"]:
+            cells = [c for c in todo if (c["layout"], c["members"], c["filesystem"])
+                     == (storage["layout"], storage["members"], fs)]
+            if not cells:
+                continue
+            datasets = list({c["dataset"]["key"]: c["dataset"] for c in cells}.values())
+            passes.append(
+                {
+                    # What the play calls the pass: the filesystem, on a layout after its name.
+                    "name": " ".join([*layout.storage_dir(storage["layout"], storage["members"]), fs]),
+                    "storage": storage,
+                    "filesystem": fs,
+                    "mkfs_options": mkfs_options(spec, storage, fs),
+                    "mount_options": spec["mount_options"][fs],
+                    "datasets": datasets,
+                    "cells": cells,
+                }
+            )
     return passes
 
 
@@ -710,6 +774,13 @@ def recorded(plan: dict[str, Any]) -> dict[str, Any]:
 def describe(plan: dict[str, Any]) -> list[str]:
     """Human lines for --check and `innomatrix plan`: one per cell, then the counts."""
     lines = [f"{c['path']}  key={c['key']}  {c['state']}" for c in plan["cells"]]
+    for storage in plan["spec"]["storages"]:
+        if storage["layout"] != layout.PLAIN:
+            aligned = "; ".join(f"mkfs.{fs} {opts}" for fs, opts in storage["alignment"]["mkfs_options"].items() if opts)
+            lines.append(f"would build {storage['layout']} over {storage['members']} member(s) "
+                         f"({', '.join(storage['member_ids'])}){': ' + aligned if aligned else ''}; "
+                         "a layout the suite left on them is removed first, never reassembled; "
+                         "removed when its passes end")
     counts = plan["counts"]
     lines.append(f"{counts['cells']} cells: {counts['todo']} to run, {counts['done']} already finished")
     return lines

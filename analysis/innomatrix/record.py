@@ -216,7 +216,7 @@ def _within(fields: Fields, what: str, value: float, low: float, high: float) ->
 
 
 # A cell's dimensions as trial.json names them; the path is the truth the tree is grouped by.
-_TEXT_DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size")
+_TEXT_DIMENSIONS = ("host", "layout", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size")
 
 
 def _cell(fields: Fields, where: dict[str, Any], trial_id: str) -> dict[str, Any]:
@@ -227,7 +227,8 @@ def _cell(fields: Fields, where: dict[str, Any], trial_id: str) -> dict[str, Any
     """
     fileio = where["workload"] == layout.FILEIO
     said: dict[str, Any] = {name: fields.text(f"cell.{name}") for name in _TEXT_DIMENSIONS}
-    said.update(threads=fields.integer("cell.threads", *THREADS), repeat=fields.integer("cell.repeat", 1, 1_000_000))
+    said.update(threads=fields.integer("cell.threads", *THREADS), repeat=fields.integer("cell.repeat", 1, 1_000_000),
+                members=fields.integer("cell.members", 1, 9999))
     if fileio and said["subtest"] is None and said["variant"] not in (None, NOT_APPLICABLE):
         said["subtest"], said["variant"] = said["variant"], None
     differ = [f"{name} {value!r} (its directory says {where[name]!r})" for name, value in said.items()

@@ -128,7 +128,7 @@ DRIFT_UNKNOWN = "two runs: run-to-run drift not measured"
 # Where a comparison's interval came from: the trials themselves, the hosts' noise floors (for a
 # side of one trial), or the trials with each run's drift from the floors (two runs compared).
 FROM_TRIALS, FROM_FLOORS, FROM_DRIFT = "trials", "host noise floor", "trials + run drift (host noise floor)"
-# The storage layout a floor was measured on; one kind until the suite builds others.
+# The storage layout a floor is measured on: the plain device (innomatrix.layout.PLAIN).
 PLAIN = "plain"
 
 
@@ -310,7 +310,7 @@ CELL_METRICS = (
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written",
 )
-DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
+DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
               "threads", "repeat")
 
 
@@ -482,7 +482,7 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds, stalled: list[bo
 
 # --- comparing two runs, or the hosts of one run -----------------------------------------------
 
-MATCH = ("filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads")
+MATCH = ("layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads")
 # What a comparison says of each configuration, after the columns that name it.
 COMPARED = ("a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
             "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")
@@ -494,6 +494,9 @@ def _side_floor(floors: Floors | None, info: dict[str, Any]) -> HostFloor | None
     """The floor of what one side's trials ran: one host, one workload, one server."""
     hosts, servers = info.get("hosts", []), info.get("servers", [])
     if not floors or len(hosts) != 1 or len(servers) != 1:
+        return None
+    # A floor judges the plain device it was measured on, never a layout over other disks.
+    if info.get("layouts") != [PLAIN]:
         return None
     return floors.get((hosts[0], info["workload"], servers[0], PLAIN))
 
@@ -587,6 +590,7 @@ def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tu
         out[key] = (medians[~np.isnan(medians)],
                     {"flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
                      "hosts": sorted({str(host) for host in group["host"]}),
+                     "layouts": sorted({str(name) for name in group["layout"]}),
                      "workload": str(group["workload"].iloc[0]),
                      "servers": sorted({str(server) for server in group["server"]}),
                      "bp_bytes": int(group["bp_bytes"].iloc[0]), "block_bytes": int(group["block_bytes"].iloc[0])})

@@ -33,6 +33,15 @@ def kernel_name(device: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) and name else Path(str(device.get("path") or "")).name
 
 
+def watched_devices(device: Mapping[str, Any]) -> list[str]:
+    """What iostat watches for a trial: the device under test by the kernel's name and, on a
+    layout, each of its members (the layout's figures are the array's; the members' say how the
+    load spread)."""
+    layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
+    members = (layout.get("read_back") or {}).get("members") or []
+    return [kernel_name(device), *(m["name"] for m in members if isinstance(m, Mapping) and m.get("name"))]
+
+
 def text(path: Path) -> str:
     """A file this trial wrote, or nothing when it wrote none."""
     try:

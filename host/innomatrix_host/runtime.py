@@ -293,12 +293,12 @@ class Collectors:
     Without a server (the raw-device workload) there is no status to sample.
     """
 
-    def __init__(self, out: Path, interval: int, device: str, server: "Server | None"):
-        """`device` is the kernel's name for the device under test (collected.kernel_name)."""
+    def __init__(self, out: Path, interval: int, devices: list[str], server: "Server | None"):
+        """`devices`: the kernel's names iostat watches (collected.watched_devices)."""
         self.specs = {
             # -t puts the wall-clock time on every line: the analysis aligns by it.
             "vmstat.log": ["vmstat", "-n", "-t", str(interval)],
-            "iostat.json": ["iostat", "-o", "JSON", "-t", "-x", "-k", device, str(interval)],
+            "iostat.json": ["iostat", "-o", "JSON", "-t", "-x", "-k", *devices, str(interval)],
         }
         self.out = out
         self.procs: list[subprocess.Popen] = []

@@ -16,6 +16,10 @@ description:
     the suite did not write (filesystem, partition table, LVM, RAID, LUKS) is refused unless
     I(wipe_device) names the device's serial, WWN or (for a loop device) backing file.
   - Any failure to probe counts as unsafe.
+  - With I(suite_layouts), for a member of a storage layout, what the suite's own layout left on
+    the device (an md superblock named C(innomatrix:*), a physical volume of the suite's tagged
+    volume group, and the arrays or volumes of those that hold it) is not refused, as the layout
+    module removes it. Any other array, volume group or holder still is.
 options:
   path: {description: The device as the user named it, type: str, required: true}
   mountpoint: {description: The suite's own mount point (a mount there is the suite's), type: path, required: true}
@@ -26,6 +30,7 @@ options:
   wipe_device: {description: The device's serial, WWN or loop backing file, to allow wiping foreign signatures, type: str, default: ""}
   fstab: {description: fstab to check, type: path, default: /etc/fstab}
   crypttab: {description: crypttab to check, type: path, default: /etc/crypttab}
+  suite_layouts: {description: Accept the suite's own md or LVM layout on the device (a layout member), type: bool, default: false}
 author: innomatrix
 """
 
@@ -36,6 +41,7 @@ import subprocess
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.innomatrix_host import layouts
 
 SYS_BLOCK = Path("/sys/class/block")
 
@@ -51,6 +57,7 @@ ARGUMENT_SPEC = {
     "wipe_device": {"type": "str", "default": ""},
     "fstab": {"type": "path", "default": "/etc/fstab"},
     "crypttab": {"type": "path", "default": "/etc/crypttab"},
+    "suite_layouts": {"type": "bool", "default": False},
 }
 
 
@@ -201,6 +208,12 @@ def gather(p: dict) -> tuple[dict, dict]:
     )
     mounts = mounts_of(members | users)
     facts["mounted_by_suite"] = (name, p["mountpoint"]) in mounts
+    # A layout member: the suite's own arrays or volumes over it may hold it, even mounted where
+    # the suite mounts (a run that was interrupted); the layout module removes them.
+    suite_holders = {h for h in users if layouts.holder_is_ours(h)} if p.get("suite_layouts") else set()
+    if suite_holders:
+        facts["holders"] = sorted(users - suite_holders)
+        mounts = [m for m in mounts if not (m[0] in suite_holders and m[1] == p["mountpoint"])]
     ids = {key: {s[key] for s in signatures.values() if key in s} for key in ("UUID", "LABEL", "PARTUUID", "PARTLABEL")}
     real_paths = {f"/dev/{n}" for n in members}
     findings = {
@@ -218,6 +231,7 @@ def gather(p: dict) -> tuple[dict, dict]:
         signature.get("LABEL") == p["label"] and signature.get("TYPE") in ("ext4", "xfs") and record.is_file()
     )
     facts["suite_record"] = json.loads(record.read_text()) if facts["suite_formatted"] else {}
+    facts["suite_layout"] = bool(p.get("suite_layouts")) and layouts.ours(layouts.member_state(real))
     return facts, findings
 
 
@@ -244,7 +258,7 @@ def refusals(p: dict, facts: dict, findings: dict) -> tuple[list[str], bool]:
     reasons += [f"{shown} is listed in {table} ({', '.join(hits)})" for table, hits in findings["listed"] if hits]
 
     signature = facts["signature"]
-    if facts["suite_formatted"] or not (signature or facts["wipefs"] or facts["partitions"]):
+    if facts["suite_formatted"] or facts.get("suite_layout") or not (signature or facts["wipefs"] or facts["partitions"]):
         return reasons, False
     what = ", ".join(facts["wipefs"]) or signature.get("TYPE") or signature.get("PTTYPE") or "partitions"
     own_name = facts["identity"].split(":", 1)[1]

@@ -49,7 +49,7 @@ from typing import NamedTuple
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
 from ansible.module_utils.innomatrix_host import flags
-from ansible.module_utils.innomatrix_host.collected import kernel_name
+from ansible.module_utils.innomatrix_host.collected import watched_devices
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
 from ansible.module_utils.innomatrix_host.runtime import (
@@ -64,7 +64,7 @@ from ansible.module_utils.innomatrix_host.sysbench import (
 
 # What trial.json says about the cell: a server cell has a variant and a buffer pool, a fileio
 # cell a sub-test and a block size (see innomatrix.layout), and null for a variant and buffer pool.
-CELL_FIELDS = ("host", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
+CELL_FIELDS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
 # A driver still running this long after its --time has hung; it is stopped and the cell fails.
 DRIVER_GRACE_S = 120
 # What stops a trial from outside: Ctrl-C (the whole process group), Ansible's SIGTERM, a hang-up.
@@ -199,7 +199,7 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
     trial["fileio_dir"] = str(workdir)
     trial["hygiene"] = {"page_cache": drop_caches()}
     trial["smart"] = {"before": snapshot(device)}
-    collectors = Collectors(tmp, cell["report_interval"], kernel_name(p["device"]), None)
+    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), None)
     driver = None
     try:
         if scratch:
@@ -254,7 +254,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     trial["hygiene"] = {"page_cache": drop_caches()}
 
     server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
-    collectors = Collectors(tmp, cell["report_interval"], kernel_name(p["device"]), server)
+    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), server)
     driver = None
     try:
         server.start()

@@ -111,6 +111,7 @@ def test_normalise_gives_the_canonical_form() -> None:
         CTX,
     )
     assert spec == {
+        "storages": [{"layout": "plain", "members": 1}],
         "filesystems": ["xfs", "ext4"],
         "mkfs_options": {"xfs": "-m reflink=1", "ext4": ""},
         "mount_options": {"xfs": "", "ext4": ""},
@@ -393,6 +394,8 @@ def test_a_cell_in_full() -> None:
         "path": "db1/xfs/oltp/C/bp-64M/t8/r2",
         "key": cell["key"],
         "host": "db1",
+        "layout": "plain",
+        "members": 1,
         "filesystem": "xfs",
         "workload": "oltp",
         "dataset": {"workload": "oltp", "scale": {"tables": 4, "table_size": 50000}, "key": dataset_key,

@@ -217,7 +217,7 @@ def test_the_console_script_prints_no_traceback(tmp_path):
                           check=False)
     assert done.returncode == 2
     assert done.stderr == f"innomatrix: {tmp_path}: no trial directories " \
-                          "(<host>/<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json; fileio: <subtest>/bs-<size>)\n"
+                          "(<host>/[<layout>-m<N>/]<fs>/<workload>/<variant>/bp-<size>/t<N>/r<N>/trial.json; fileio: <subtest>/bs-<size>)\n"
     assert done.stdout == ""
 
 

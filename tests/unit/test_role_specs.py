@@ -20,7 +20,7 @@ PLAYBOOK = ROOT / "playbooks" / "matrix.yml"
 
 ROLES = sorted(p.name for p in ROLES_DIR.iterdir() if p.is_dir())
 # Knobs that reach the preflight role as its own options rather than inside preflight_knobs.
-PASSED_SEPARATELY = {"device", "wipe_device", "run_name", "results_dir", "io_scheduler", "read_ahead_kb", "report",
+PASSED_SEPARATELY = {"device", "wipe_device", "devices", "run_name", "results_dir", "io_scheduler", "read_ahead_kb", "report",
                      "tpcc_mysql_src", "tpcc_mysql_ref", "mysql_server_source"}
 
 TYPES: dict[str, tuple[type, ...]] = {
@@ -88,8 +88,8 @@ def check_value(where: str, value: Any, option: dict[str, Any]) -> list[str]:
 
 
 def test_the_roles() -> None:
-    assert ROLES == ["collectors", "dataset", "device", "matrix", "mysql_server", "preflight", "results_home", "sysbench", "tpcc",
-                     "trial"]
+    assert ROLES == ["collectors", "dataset", "device", "layout", "matrix", "mysql_server", "preflight", "results_home",
+                     "sysbench", "tpcc", "trial"]
 
 
 def test_fits() -> None:
@@ -211,6 +211,7 @@ def test_the_entry_points() -> None:
         "collectors": ["main"],
         "dataset": ["main"],
         "device": ["main", "unmount"],
+        "layout": ["main", "remove"],
         "matrix": ["outcome", "passes", "prepare"],
         "mysql_server": ["facts", "main"],
         "preflight": ["main", "plan"],
@@ -234,7 +235,7 @@ def knob_spec() -> dict[str, Any]:
 
 def test_the_knobs() -> None:
     assert list(knobs()) == [
-        "device", "wipe_device", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads",
+        "device", "wipe_device", "devices", "layouts", "members", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads",
         "repeats", "cell_order", "cell_order_seed", "warmup", "warmup_max", "duration",
         "duration_min", "duration_max", "precision", "reconnect_grace", "report_interval", "oltp_tables", "oltp_table_size", "oltp_rand_type",
         "oltp_percentile", "tpcc_warehouses", "tpcc_load_jobs", "tpcc_mysql_src", "tpcc_mysql_ref", "fileio_tests", "fileio_total_size", "fileio_block_size", "fileio_threads_max",
@@ -336,6 +337,7 @@ def test_the_playbook_passes_each_knob_under_its_own_name() -> None:
     assert {name: preflight[name] for name in preflight} == {
         "preflight_device": "{{ device }}",
         "preflight_wipe_device": "{{ wipe_device }}",
+        "preflight_devices": "{{ devices }}",
         "preflight_run_dir": "{{ results_dir }}/{{ run_name }}",
         "preflight_io_scheduler": "{{ io_scheduler }}",
         "preflight_read_ahead_kb": "{{ read_ahead_kb }}",

@@ -33,7 +33,7 @@ from innomatrix.report import html, plots, tables
 from innomatrix.report import noise_floors
 
 Say = Callable[[str], None]
-INTERVAL_DIMENSIONS = ("host", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
+INTERVAL_DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
 
 
 class ReportError(ValueError):
@@ -76,7 +76,11 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     cells = stats.cells(frame, thresholds)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
     by_fs = _within(cells, "filesystem", thresholds, host_floors)
-    built = [t for t in (tables.variant_by_bp(cells), tables.fs_by_bp(cells), by_fs.table if by_fs else None,
+    by_layout = _within(cells, "layout", thresholds, host_floors)
+    by_members = _within(cells[cells["layout"] != layout.PLAIN], "members", thresholds, host_floors)
+    built = [t for t in (tables.layout_by_members(cells), by_members.table if by_members else None,
+                         by_layout.table if by_layout else None,
+                         tables.variant_by_bp(cells), tables.fs_by_bp(cells), by_fs.table if by_fs else None,
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]
@@ -103,8 +107,9 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     if floor.configurations or host_floors:
         written.lines.append(tables.noise_note(floor, host_floors.values()))
     written.lines += steady.notes
-    if by_fs is not None:
-        written.lines += by_fs.verdicts()
+    for within in (by_members, by_layout, by_fs):
+        if within is not None:
+            written.lines += within.verdicts()
     written.lines.append("")
     for table in built:
         written.lines += [f"{table.title}", tables.markdown(table.display), ""]
@@ -232,20 +237,26 @@ class Within:
         keys = [key for key in ("host", *stats.MATCH) if key in self.comparison and key != self.by]
         for _, row in self.comparison.iterrows():
             if row["verdict"] in (stats.DIFFERS, stats.SAME):
-                name = "/".join(str(row[key]) for key in keys if str(row[key]) != layout.NOT_APPLICABLE)
-                lines.append(f"verdict: {row[f'{self.by}_a']} / {row[f'{self.by}_b']}, {name}: "
+                # The plain device needs no naming; a layout is named with its member count (m2).
+                plain = self.by != "layout" and row.get("layout", layout.PLAIN) == layout.PLAIN
+                name = "/".join(f"m{row[key]}" if key == "members" else str(row[key]) for key in keys
+                                if str(row[key]) != layout.NOT_APPLICABLE and not (plain and key in ("layout", "members")))
+                a, b = (("m" if self.by == "members" else "") + str(row[f"{self.by}_{side}"]) for side in "ab")
+                lines.append(f"verdict: {a} / {b}, {name}: "
                              + tables.ratio_text(row["ratio"], row["ci_low"], row["ci_high"], row["verdict"]))
         return lines
 
 
 def _within(cells: pd.DataFrame, by: str, thresholds: stats.Thresholds, floors: stats.Floors) -> Within | None:
-    """The pairs of `by` (filesystems) of a run's server cells compared, where there are two or more."""
-    server = tables.server_cells(cells)
-    if server[by].nunique() < 2:
+    """The pairs of `by` of a run compared, where there are two or more: filesystems over the
+    server cells; layouts (mdadm ÷ LVM over the same members, the seed's comparison) and member
+    counts (a layout over 4 members ÷ over 1) over every cell, fileio's too."""
+    compared = cells if by in ("layout", "members") else tables.server_cells(cells)
+    if compared[by].nunique() < 2:
         return None
-    comparison = stats.compare_within(server, by, thresholds, floors)
+    comparison = stats.compare_within(compared, by, thresholds, floors)
     return Within(by, comparison, tables.within_table(
-        comparison, by, stats.noise_floor(server, confidence=thresholds.confidence), floors.values()))
+        comparison, by, stats.noise_floor(compared, confidence=thresholds.confidence), floors.values()))
 
 
 def _verdict_line(comparison: pd.DataFrame, hosts: list[str] | None = None) -> str:

@@ -62,7 +62,8 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
     floors = []
     names = "+".join(run.name for run in runs)
     for host in sorted(str(h) for h in cells["host"].unique()):
-        mine = cells[cells["host"].astype(str) == host]
+        # A floor is the plain device's: a layout's cells ran on other disks.
+        mine = cells[(cells["host"].astype(str) == host) & (cells["layout"] == stats.PLAIN)]
         ran = [run for run in runs if (run / host).is_dir()]
         if len(ran) < 2:
             raise NoiseError(f"{names}: {host} ran in {len(ran)} of these runs; a floor needs two or more (a whole run "
@@ -191,7 +192,8 @@ def floors_for(run: Path, hosts: list[str]) -> stats.Floors:
 def configurations(cells: pd.DataFrame, floor: stats.HostFloor) -> list[str]:
     """The configurations (filesystem/workload/variant/bp_size/threads) a floor pools."""
     ok = cells[(cells["host"].astype(str) == floor.host) & (cells["workload"] == floor.workload)
-               & (cells["server"] == floor.server) & (cells["status"] == "ok")]
-    counts = ok.groupby(list(stats.MATCH), sort=True)["throughput_median"].count()
+               & (cells["server"] == floor.server) & (cells["status"] == "ok") & (cells["layout"] == floor.layout)]
+    counts = ok.groupby([key for key in stats.MATCH if key not in ("layout", "members")],
+                        sort=True)["throughput_median"].count()
     return ["/".join(str(part) for part in key if part != layout.NOT_APPLICABLE)
             for key, count in counts.items() if count >= 2]

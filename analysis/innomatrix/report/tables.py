@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from innomatrix import stats
+from innomatrix import layout, stats
 from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFloor
 
 FLAG_MARK = "*"
@@ -24,7 +24,7 @@ FLAG_MARK = "*"
 SOURCE_SHOWN = {FROM_FLOORS: "host noise floor", FROM_DRIFT: "host noise floor: run drift"}
 # The columns that name a configuration in a comparison, in the order they are shown
 # (host_a and host_b: the pair of hosts of one run compared by stats.compare_hosts).
-COMPARE_KEYS = ("host_a", "host_b", "filesystem_a", "filesystem_b", "host", *MATCH)
+COMPARE_KEYS = ("host_a", "host_b", "layout_a", "layout_b", "members_a", "members_b", "filesystem_a", "filesystem_b", "host", *MATCH)
 
 
 @dataclass
@@ -137,9 +137,47 @@ def _unit(cells: pd.DataFrame) -> str:
     return "/".join(units) or "throughput"
 
 
+def storage_keys(cells: pd.DataFrame) -> list[str]:
+    """The layout and its member count as keys of a table, where the run has a layout beside the
+    plain device; a run on plain devices alone reads as it always did."""
+    return ["layout", "members"] if "layout" in cells and (cells["layout"] != layout.PLAIN).any() else []
+
+
 def server_cells(cells: pd.DataFrame) -> pd.DataFrame:
     """The cells that ran a server; fileio cells have no variant or buffer pool and get their own tables."""
     return cells[cells["workload"] != "fileio"]
+
+
+def layout_by_members(cells: pd.DataFrame) -> Table | None:
+    """Median throughput against member count per layout (seed 001's figures: bandwidth and IOPS
+    versus the number of SSDs per RAID level), each beside its ratio to the layout's fewest
+    members; fileio in MiB/s and IOPS. None without a layout other than plain."""
+    table = cells[cells["layout"] != layout.PLAIN]
+    if table.empty:
+        return None
+    table = table.assign(iops=table["throughput_median"] * (1 << 20) / table["block_bytes"].where(table["block_bytes"] > 0))
+    groups = ["host", "layout", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads"]
+    by_members = table.groupby([*groups, "members"], sort=True)
+    median = by_members["throughput_median"].median().unstack("members")
+    iops = by_members["iops"].median().unstack("members")
+    flagged = by_members["flagged"].any().unstack("members").fillna(False)
+    fewest = median[median.columns[0]]
+    data = pd.concat({"median": median, "iops": iops, "ratio": median.div(fewest, axis=0)}, axis=1)
+    data.columns = [f"{kind}_m{members}" for kind, members in data.columns]
+    data = data.reset_index()
+    data.insert(len(groups), "unit", [_unit(table[table["workload"] == w]) for w in data["workload"]])
+    display = pd.DataFrame(
+        {f"m{members}": [fmt(m, 1) + (f" ({fmt(i, 0)} IOPS)" if not pd.isna(i) else "")
+                         + (f" ×{fmt(r, 2)}" if members != median.columns[0] else "")
+                         + (f" {FLAG_MARK}" if truthy(f) else "")
+                         for m, i, r, f in zip(median[members], iops[members], median[members] / fewest,
+                                               flagged[members])]
+         for members in median.columns},
+        index=median.index).reset_index()
+    display.insert(len(groups), "unit", data["unit"])
+    shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
+    return Table("layout_by_members", "Median throughput by member count, per layout (×: to the fewest members)",
+                 data, display[shown], _flag_note(table))
 
 
 def variant_by_bp(cells: pd.DataFrame) -> Table | None:
@@ -150,7 +188,7 @@ def variant_by_bp(cells: pd.DataFrame) -> Table | None:
     table = server_cells(cells)
     if table.empty:
         return None
-    groups = ["host", "filesystem", "workload", "threads"]
+    groups = ["host", *storage_keys(table), "filesystem", "workload", "threads"]
     median, flagged = _pivot(table, groups, "variant")
     data = median.reset_index()
     data.insert(len(groups) + 1, "unit", _unit(table))
@@ -165,7 +203,7 @@ def fs_by_bp(cells: pd.DataFrame) -> Table | None:
     table = server_cells(cells)
     if table.empty or table["filesystem"].nunique() < 2:
         return None
-    groups = ["host", "workload", "variant", "threads"]
+    groups = ["host", *storage_keys(table), "workload", "variant", "threads"]
     median, flagged = _pivot(table, groups, "filesystem")
     data = median.reset_index()
     data.insert(len(groups) + 1, "unit", _unit(table))
@@ -179,7 +217,7 @@ def _fileio_cells(cells: pd.DataFrame, tests: tuple[str, ...] | None = None) -> 
     if tests is not None:
         table = table[table["subtest"].isin(tests)]
     table = table.assign(iops_median=table["throughput_median"] * (1 << 20) / table["block_bytes"])
-    return table.sort_values(["host", "filesystem", "subtest", "block_bytes", "threads", "repeat"])
+    return table.sort_values(["host", *storage_keys(table), "filesystem", "subtest", "block_bytes", "threads", "repeat"])
 
 
 def fileio(cells: pd.DataFrame) -> Table | None:
@@ -188,7 +226,8 @@ def fileio(cells: pd.DataFrame) -> Table | None:
     table = _fileio_cells(cells)
     if table.empty:
         return None
-    columns = ["host", "filesystem", "subtest", "block_size", "threads", "repeat", "throughput_median", "iops_median",
+    columns = ["host", *storage_keys(table), "filesystem", "subtest", "block_size", "threads", "repeat",
+               "throughput_median", "iops_median",
                "throughput_std", "throughput_cov", "latency_ms_median", "fileio_run_p95_ms", "fileio_run_p99_ms",
                "stall_intervals", "flags"]
     data = table[columns].rename(columns={"subtest": "test", "throughput_median": "mib_s_median",
@@ -210,14 +249,14 @@ def fileio_blocks(cells: pd.DataFrame) -> Table | None:
     table = _fileio_cells(cells, ("table-rndrd", "table-rndwr"))
     if table.empty:
         return None
-    groups = ["host", "filesystem", "subtest", "block_size"]
+    groups = ["host", *storage_keys(table), "filesystem", "subtest", "block_size"]
     order = {label: size for label, size in zip(table["block_size"], table["block_bytes"])}
     medians = table.groupby([*groups, "threads"], sort=False)[["iops_median", "throughput_median"]].median()
     flagged = table.groupby([*groups, "threads"], sort=False)["flagged"].any()
     iops = medians["iops_median"].unstack("threads")
     mib = medians["throughput_median"].unstack("threads")
     marks = flagged.unstack("threads").fillna(False)
-    index = sorted(iops.index, key=lambda key: (*key[:3], order[key[3]]))
+    index = sorted(iops.index, key=lambda key: (*key[:-1], order[key[-1]]))
     iops, mib, marks = iops.loc[index], mib.loc[index], marks.loc[index]
     data = pd.concat({"iops": iops, "mib_s": mib}, axis=1)
     data.columns = [f"{kind}_t{threads}" for kind, threads in data.columns]
@@ -238,9 +277,9 @@ def fileio_sweep(cells: pd.DataFrame) -> Table | None:
     table = _fileio_cells(cells, ("sync-rndrd",))
     if table.empty:
         return None
-    columns = ["host", "filesystem", "block_size", "threads", "throughput_median", "iops_median",
-               "fileio_run_p95_ms", "fileio_run_p99_ms", "flags"]
-    data = table[columns].groupby(columns[:4], sort=False).agg(
+    keys = ["host", *storage_keys(table), "filesystem", "block_size", "threads"]
+    columns = [*keys, "throughput_median", "iops_median", "fileio_run_p95_ms", "fileio_run_p99_ms", "flags"]
+    data = table[columns].groupby(keys, sort=False).agg(
         {"throughput_median": "median", "iops_median": "median", "fileio_run_p95_ms": "median",
          "fileio_run_p99_ms": "median", "flags": lambda f: "; ".join(x for x in f if x)}).reset_index()
     data = data.rename(columns={"throughput_median": "mib_s", "iops_median": "iops", "fileio_run_p95_ms": "p95_ms",
@@ -322,7 +361,7 @@ def _ratios(comparison: pd.DataFrame) -> str:
     both = comparison[comparison["only_in"] == ""]
     if both.empty:
         return "–"
-    varying = [key for key in ("filesystem", "bp_size", "subtest", "block_size", "threads")
+    varying = [key for key in ("layout", "members", "filesystem", "bp_size", "subtest", "block_size", "threads")
                if key in both and both[key].nunique() > 1]
     return "; ".join(("/".join(str(row[key]) for key in varying) + ": " if varying else "")
                      + ratio_text(row["ratio"], row["ci_low"], row["ci_high"], row["verdict"])
@@ -411,7 +450,8 @@ def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
 
 def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor,
                   host_floors: Iterable[HostFloor] = ()) -> Table:
-    keys = [c for c in COMPARE_KEYS if c in comparison]
+    plain = all((comparison[c] == layout.PLAIN).all() for c in ("layout", "layout_a", "layout_b") if c in comparison)
+    keys = [c for c in COMPARE_KEYS if c in comparison and not (plain and c in ("layout", "members"))]
     columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
                "a_trials", "b_trials", "only_in", "a_flags", "b_flags"]
     data = comparison[columns]
@@ -449,6 +489,10 @@ def host_compare_table(comparison: pd.DataFrame, floor: NoiseFloor, host_floors:
 
 # What each within-run comparison is called, by the column it pairs: (table name, title).
 WITHIN = {"host": ("host_compare", "Host vs host: ratio A/B of median throughput within the run"),
+          "members": ("members_compare", "Member count vs member count, per layout: ratio A/B of median throughput "
+                                         "within the run"),
+          "layout": ("layout_compare", "Layout vs layout (e.g. mdadm / LVM over the same members): ratio A/B of "
+                                       "median throughput within the run"),
           "filesystem": ("fs_compare", "Filesystem vs filesystem: ratio A/B of median throughput within the run")}
 
 
