@@ -85,13 +85,14 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
-def _candidate_ports():
-    """PORTS in a fixed order starting from one the pid gives: the same process asks for the same
-    ports every run, two test processes rarely meet, and one that is taken is passed over."""
-    start = os.getpid() % len(PORTS)
-    for offset in range(len(PORTS)):
-        port = PORTS[(start + offset) % len(PORTS)]
-        if port not in _ports_taken and _port_is_free(port):
+def candidate_ports(ports: range, taken: set[int]):
+    """`ports` in a fixed order starting from one the pid gives: the same process asks for the
+    same ports every run, two test processes rarely meet, and one that is `taken` (by this
+    process) or bound (by anyone) is passed over. vm_host.py draws its ports from here too."""
+    start = os.getpid() % len(ports)
+    for offset in range(len(ports)):
+        port = ports[(start + offset) % len(ports)]
+        if port not in taken and _port_is_free(port):
             yield port
 
 
@@ -104,6 +105,38 @@ def ssh_key(base: Path) -> Path:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "innomatrix-e2e", "-f", str(key)],
                        check=True, capture_output=True)
     return key
+
+
+def login_vars(port: int | None, key: Path) -> dict:
+    """How Ansible reaches a test host (a container here, a VM in vm_host.py): SSH on 127.0.0.1 as
+    USER with this key, become root."""
+    return {
+        "ansible_host": "127.0.0.1",
+        "ansible_port": port,
+        "ansible_user": USER,
+        "ansible_ssh_private_key_file": str(key),
+        "ansible_become": True,
+        "ansible_python_interpreter": "/usr/bin/python3",
+        # No connection sharing, hence no ControlPersist either. A master connection outlives
+        # its sshd: after stop_sshd() (or a pulled plug) a persisted master (Ansible's default
+        # ssh_args say ControlPersist=60s) would still carry commands, and a test of a lost host
+        # would lose nothing; a master keyed on 127.0.0.1:<port> could also outlive its host and be
+        # reused by the next host on that port. ssh keeps the first value it is given for an
+        # option and Ansible puts ssh_args (ControlMaster=auto) before ssh_common_args, so
+        # ssh_args is replaced too, else the ControlMaster=no below would lose; ControlPath=none
+        # keeps ssh from even joining a master some other run left (with any ControlPersist,
+        # even "no", Ansible adds a ControlPath of its own). Each task pays a new login: tens of
+        # milliseconds on 127.0.0.1, nothing to a benchmark cell.
+        "ansible_ssh_args": "-o ControlMaster=no -o ControlPath=none",
+        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ControlMaster=no",
+    }
+
+
+def ssh_argv(port: int | None, key: Path, *command: str) -> list[str]:
+    """ssh to a test host as USER, batch mode, no host keys kept, no connection sharing."""
+    return ["ssh", "-i", str(key), "-p", str(port), "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            "-o", "ConnectTimeout=5", "-o", "ControlMaster=no", f"{USER}@127.0.0.1", *command]
 
 
 class RemoteHost:
@@ -142,7 +175,7 @@ class RemoteHost:
         # A container of ours by this name can only be left by a dead process of the same pid.
         podman("rm", "-f", "-t", "0", self.container, check=False)
         last_error = "no free port in 35000-35999"
-        for attempt, port in enumerate(_candidate_ports()):
+        for attempt, port in enumerate(candidate_ports(PORTS, _ports_taken)):
             if attempt == 5:
                 break
             done = podman(
@@ -192,32 +225,10 @@ class RemoteHost:
     # --- use ------------------------------------------------------------------------------------
 
     def inventory_vars(self) -> dict:
-        return {
-            "ansible_host": "127.0.0.1",
-            "ansible_port": self.port,
-            "ansible_user": USER,
-            "ansible_ssh_private_key_file": str(self.key),
-            "ansible_become": True,
-            "ansible_python_interpreter": "/usr/bin/python3",
-            # No connection sharing, hence no ControlPersist either. A master connection outlives
-            # its sshd: after stop_sshd() a persisted master (Ansible's default ssh_args say
-            # ControlPersist=60s) would still carry commands, and a test of a lost host would lose
-            # nothing; a master keyed on 127.0.0.1:<port> could also outlive its container and be
-            # reused by the next host on that port. ssh keeps the first value it is given for an
-            # option and Ansible puts ssh_args (ControlMaster=auto) before ssh_common_args, so
-            # ssh_args is replaced too, else the ControlMaster=no below would lose; ControlPath=none
-            # keeps ssh from even joining a master some other run left (with any ControlPersist,
-            # even "no", Ansible adds a ControlPath of its own). Each task pays a new login: tens of
-            # milliseconds on 127.0.0.1, nothing to a benchmark cell.
-            "ansible_ssh_args": "-o ControlMaster=no -o ControlPath=none",
-            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ControlMaster=no",
-            "device": self.device,
-        }
+        return {**login_vars(self.port, self.key), "device": self.device}
 
     def ssh_argv(self, *command: str) -> list[str]:
-        return ["ssh", "-i", str(self.key), "-p", str(self.port), "-o", "BatchMode=yes",
-                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-                "-o", "ConnectTimeout=5", "-o", "ControlMaster=no", f"{USER}@127.0.0.1", *command]
+        return ssh_argv(self.port, self.key, *command)
 
     def exec(self, argv: list[str], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
         """Run argv in the container as root (podman exec, not SSH); never raises on failure."""

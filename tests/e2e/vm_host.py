@@ -37,7 +37,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -47,13 +46,14 @@ from pathlib import Path
 
 import pytest
 
+from remote_hosts import USER, candidate_ports, login_vars, ssh_argv
+
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_SCRIPT = ROOT / "tests" / "vm" / "image.sh"
 IMAGE_DIR = Path("/var/tmp/innomatrix-vm")
 IMAGE_LOCK = Path("/var/tmp/innomatrix-vm.lock")
 IMAGE_FILES = ("root.img", "vmlinuz", "initrd.img", "cmdline", "id_ed25519", "id_ed25519.pub")
 PREFIX = f"innomatrix-vm-{os.getpid()}-"
-USER = "bench"
 # remote_hosts.py's containers take 35000-35999.
 PORTS = range(36000, 37000)
 # Boot to SSH took 31-37 s here under TCG; a loaded machine may take several times that.
@@ -84,25 +84,6 @@ def ensure_image() -> None:
     if done.returncode != 0:
         raise RuntimeError(f"{IMAGE_SCRIPT} failed:\n{(done.stdout + done.stderr)[-4000:]}")
     _image_checked = True
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _candidate_ports():
-    """PORTS in a fixed order starting from one the pid gives, as remote_hosts.py does: two test
-    processes rarely meet, and a port that is taken is passed over."""
-    start = os.getpid() % len(PORTS)
-    for offset in range(len(PORTS)):
-        port = PORTS[(start + offset) % len(PORTS)]
-        if port not in _ports_taken and _port_is_free(port):
-            yield port
 
 
 def _die_with_parent() -> None:
@@ -228,7 +209,7 @@ class VmHost:
         A later boot keeps the port, which the inventory names."""
         if self.running():
             raise RuntimeError(f"{PREFIX + self.name} is running already (pid {self.process.pid})")
-        ports = [self.port] if self.port is not None else _candidate_ports()
+        ports = [self.port] if self.port is not None else candidate_ports(PORTS, _ports_taken)
         last_error = "no free port in 36000-36999"
         for attempt, port in enumerate(ports):
             if attempt == 5:
@@ -286,27 +267,11 @@ class VmHost:
     # --- use ------------------------------------------------------------------------------------
 
     def inventory_vars(self) -> dict:
-        return {
-            "ansible_host": "127.0.0.1",
-            "ansible_port": self.port,
-            "ansible_user": USER,
-            "ansible_ssh_private_key_file": str(self.key),
-            "ansible_become": True,
-            "ansible_python_interpreter": "/usr/bin/python3",
-            # No connection sharing, as in remote_hosts.py, where the reasons are told in full: a
-            # persisted master connection would outlive a pulled plug and carry commands to a host
-            # that is gone, or be reused by the next host on the same port. Ansible puts ssh_args
-            # first and ssh keeps the first value of an option, so ssh_args is replaced too.
-            "ansible_ssh_args": "-o ControlMaster=no -o ControlPath=none",
-            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ControlMaster=no",
-            # The matrix's device under test, as RemoteHost gives its loop device: the first member.
-            "device": self.disks[0].by_id if self.disks else "",
-        }
+        # The matrix's device under test, as RemoteHost gives its loop device: the first member.
+        return {**login_vars(self.port, self.key), "device": self.disks[0].by_id if self.disks else ""}
 
     def ssh_argv(self, *command: str) -> list[str]:
-        return ["ssh", "-i", str(self.key), "-p", str(self.port), "-o", "BatchMode=yes",
-                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-                "-o", "ConnectTimeout=5", "-o", "ControlMaster=no", f"{USER}@127.0.0.1", *command]
+        return ssh_argv(self.port, self.key, *command)
 
     def exec(self, argv: list[str], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
         """Run argv in the guest as root (sudo, over SSH); never raises on failure."""
