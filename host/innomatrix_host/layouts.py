@@ -38,6 +38,11 @@ LAYOUTS: dict[str, dict[str, Any]] = {
 }
 
 
+# The superblock names the suite's arrays carry: exactly these, never any `innomatrix:` array
+# (mdadm's default homehost is the hostname, and a user's host may be called innomatrix).
+SUITE_MD_NAMES = frozenset(f"{TAG}:{name}" for name, layout in LAYOUTS.items() if layout["kind"] == "md")
+
+
 class LayoutError(ValueError):
     """A layout that cannot be built as asked, or a member it may not touch: one line for the user."""
 
@@ -156,7 +161,7 @@ def member_state(path: str, runner: Run = run) -> dict[str, Any]:
 def ours(state: dict[str, Any]) -> bool:
     """Whether what is on the member is a layout the suite made (and so the suite's to remove)."""
     if state["type"] == "linux_raid_member":
-        return state.get("md_name", "").startswith(f"{TAG}:")
+        return state.get("md_name", "") in SUITE_MD_NAMES
     if state["type"] == "LVM2_member":
         return state.get("vg") == VG and TAG in state.get("vg_tags", [])
     return False
@@ -240,7 +245,7 @@ def holder_is_ours(holder: str, runner: Run = run) -> bool:
     carries the tag, or the suite's logical volume (device-mapper names it VG-LV)."""
     if holder.startswith("md"):
         detail = key_values(runner(["mdadm", "--detail", "--export", f"/dev/{holder}"]).stdout)
-        return detail.get("MD_NAME", "").startswith(f"{TAG}:")
+        return detail.get("MD_NAME", "") in SUITE_MD_NAMES
     return _sysfs(holder, "dm/name") == f"{VG}-{LV}"
 
 

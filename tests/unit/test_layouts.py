@@ -58,6 +58,9 @@ def state(**fields) -> dict:
     ({"type": "LVM2_member", "vg": "innomatrix", "vg_tags": ["innomatrix"]}, None),
     ({"type": "linux_raid_member", "md_name": "db1:0"},
      "/dev/disk/by-id/virtio-im-m1 is a member of md array db1:0, which the suite did not make"),
+    # A user's array on a host named innomatrix (mdadm's default homehost is the hostname).
+    ({"type": "linux_raid_member", "md_name": "innomatrix:home"},
+     "/dev/disk/by-id/virtio-im-m1 is a member of md array innomatrix:home, which the suite did not make"),
     ({"type": "LVM2_member", "vg": "data", "vg_tags": []},
      "/dev/disk/by-id/virtio-im-m1 is an LVM physical volume of volume group data, which is not the suite's "
      "(innomatrix, tagged innomatrix)"),
