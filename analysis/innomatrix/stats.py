@@ -32,6 +32,7 @@ from scipy.stats import t as student_t
 
 from innomatrix_host import flags as host_flags
 from innomatrix_host import steady
+from innomatrix import layout
 from innomatrix.frame import NOT_APPLICABLE, Frame
 from innomatrix_host import sysbench as sysbench_log
 
@@ -128,8 +129,8 @@ DRIFT_UNKNOWN = "two runs: run-to-run drift not measured"
 # Where a comparison's interval came from: the trials themselves, the hosts' noise floors (for a
 # side of one trial), or the trials with each run's drift from the floors (two runs compared).
 FROM_TRIALS, FROM_FLOORS, FROM_DRIFT = "trials", "host noise floor", "trials + run drift (host noise floor)"
-# The storage layout a floor is measured on: the plain device (innomatrix.layout.PLAIN).
-PLAIN = "plain"
+# The storage layout a floor is measured on: the plain device.
+PLAIN = layout.PLAIN
 
 
 @dataclass(frozen=True)
