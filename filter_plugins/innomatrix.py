@@ -22,6 +22,14 @@ def innomatrix_knobs(host_vars: Mapping) -> dict:
         raise AnsibleFilterError(str(exc)) from None
 
 
+def innomatrix_devices(value) -> list[str]:
+    """A host's `devices` as a list, whether the inventory gave a YAML list or `-e devices=a,b`."""
+    try:
+        return plan.as_list("devices", value)
+    except KnobError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
 def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str, devices: list | None = None) -> dict:
     """The knobs alone, before the device or the server are known: {error} names a bad one.
     The layouts' members are counted by the devices as named (probed later, before the plan)."""
@@ -104,6 +112,7 @@ class FilterModule:
     def filters(self):
         return {
             "innomatrix_knobs": innomatrix_knobs,
+            "innomatrix_devices": innomatrix_devices,
             "innomatrix_plan": innomatrix_plan,
             "innomatrix_check_knobs": innomatrix_check_knobs,
             "innomatrix_plan_lines": innomatrix_plan_lines,

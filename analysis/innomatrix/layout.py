@@ -32,8 +32,9 @@ FILEIO = "fileio"
 # The one device of a host, with no layout built over it.
 PLAIN = "plain"
 
+# The plain device has no layout directory: a `plain-m<N>/` is no trial's.
 _TRIAL_DIR = re.compile(
-    r"^(?P<host>[^/]+)/(?:(?P<layout>[a-z0-9]+(?:-[a-z0-9]+)*)-m(?P<members>[1-9]\d{0,3})/)?(?P<filesystem>[^/]+)/(?P<workload>[^/]+)/(?P<group>[^/]+)"
+    r"^(?P<host>[^/]+)/(?:(?!plain-m)(?P<layout>[a-z0-9]+(?:-[a-z0-9]+)*)-m(?P<members>[1-9]\d{0,3})/)?(?P<filesystem>[^/]+)/(?P<workload>[^/]+)/(?P<group>[^/]+)"
     r"/(?P<kind>bp|bs)-(?P<size>[^/]+)/t(?P<threads>\d+)/r(?P<repeat>\d+)$"
 )
 

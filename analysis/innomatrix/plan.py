@@ -501,9 +501,24 @@ def space_needed(spec: dict[str, Any]) -> int:
 
 
 def mkfs_options(spec: dict[str, Any], storage: dict[str, Any], fs: str) -> str:
-    """The options mkfs gets: a layout's stripe alignment first, then the user's own."""
+    """The options mkfs gets: a layout's stripe alignment first, then the user's own.
+
+    mke2fs keeps only the last -E it is given, so the user's extended options join the
+    alignment's one -E (after it: a stride the user sets is theirs); mkfs.xfs takes -d twice."""
     aligned = storage["alignment"]["mkfs_options"][fs] if "alignment" in storage else ""
-    return " ".join(option for option in (aligned, spec["mkfs_options"][fs]) if option)
+    own = spec["mkfs_options"][fs]
+    if fs == "ext4" and aligned.startswith("-E ") and "-E" in own:
+        words, extended, rest = own.split(), [aligned[len("-E "):]], []
+        while words:
+            word = words.pop(0)
+            if word == "-E" and words:
+                extended.append(words.pop(0))
+            elif word.startswith("-E") and word != "-E":
+                extended.append(word[len("-E"):])
+            else:
+                rest.append(word)
+        return " ".join(["-E", ",".join(extended), *rest])
+    return " ".join(option for option in (aligned, own) if option)
 
 
 def _device_identity(storage: dict[str, Any], ctx: Context) -> Any:

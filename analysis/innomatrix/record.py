@@ -233,6 +233,9 @@ def _cell(fields: Fields, where: dict[str, Any], trial_id: str) -> dict[str, Any
         said["subtest"], said["variant"] = said["variant"], None
     differ = [f"{name} {value!r} (its directory says {where[name]!r})" for name, value in said.items()
               if value is not None and value != where[name]]
+    # A trial from before layouts names none: it ran on a plain device, wherever it was moved to.
+    if where["layout"] != layout.PLAIN and said["layout"] is None:
+        differ.append(f"no layout (its directory says {where['layout']!r} over {where['members']} members)")
     if differ:
         raise fields.fail(f"its cell does not match the directory it is in ({trial_id}): {'; '.join(differ)}; "
                           "a copied or moved trial is refused rather than counted as another cell")

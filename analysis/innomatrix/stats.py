@@ -559,7 +559,8 @@ def compare_within(cells_table: pd.DataFrame, by: str, th: Thresholds = DEFAULTS
     is no run drift to add. Pairs come in sorted order, the first as A (`<by>_a`, `<by>_b` lead
     each row); fewer than two values give an empty table.
     """
-    values = sorted(str(value) for value in cells_table[by].unique())
+    # In the column's own order (4 members before 12), then as text, as the sides are picked by.
+    values = [str(value) for value in sorted(cells_table[by].unique())]
     match = tuple(key for key in MATCH if key != by)
     side = {value: cells_table[cells_table[by].astype(str) == value] for value in values}
     parts = []

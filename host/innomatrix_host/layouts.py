@@ -143,8 +143,16 @@ def member_state(path: str, runner: Run = run) -> dict[str, Any]:
         "member": path, "name": name,
         "holders": sorted(entry.name for entry in holders_dir.iterdir()) if holders_dir.is_dir() else [],
     }
+    # blkid -p: 0 found something, 2 found nothing; anything else is a member it could not read,
+    # which is never taken for a blank one. A partition table (PTTYPE) is a signature too.
     probed = runner(["blkid", "-p", "-o", "export", real])
-    state["type"] = key_values(probed.stdout).get("TYPE", "") if probed.returncode == 0 else ""
+    found = key_values(probed.stdout) if probed.returncode == 0 else {}
+    state["type"] = found.get("TYPE") or (f"{found['PTTYPE']} partition table" if "PTTYPE" in found else "")
+    if probed.returncode not in (0, 2):
+        last = ((probed.stderr or probed.stdout or "").strip().splitlines() or [""])[-1]
+        state["unreadable"] = f"blkid -p exited {probed.returncode}" + (f": {last}" if last else "")
+    state["partitions"] = sorted(entry.name for entry in (SYS_BLOCK / name).glob(f"{name}*")
+                                 if (entry / "partition").is_file())
     if state["type"] == "linux_raid_member":
         examined = runner(["mdadm", "--examine", "--export", real])
         state["md_name"] = key_values(examined.stdout).get("MD_NAME", "")
@@ -175,16 +183,27 @@ def refusal(state: dict[str, Any], holder_is_ours: Callable[[str], bool], may_wi
     `may_wipe` (the device probe proved it the suite's filesystem, or the user named the member
     in wipe_device)."""
     member = state["member"]
+    if state.get("unreadable"):
+        return f"{member} could not be probed ({state['unreadable']}); a member that cannot be read is never taken for blank"
     foreign_holders = [h for h in state["holders"] if not holder_is_ours(h)]
     if foreign_holders:
         return f"{member} is held by {', '.join(foreign_holders)}, which the suite did not make (md, LVM, dm or crypt)"
     if state["type"] == "linux_raid_member" and not ours(state):
         return f"{member} is a member of md array {state.get('md_name') or '(unnamed)'}, which the suite did not make"
-    if state["type"] == "LVM2_member" and not ours(state):
+    if state["type"] == "LVM2_member" and not state.get("vg") and not may_wipe:
+        # A label with no volume group says nothing of whose it is: a spare someone prepared, or
+        # what a removal of the suite's stripe that was cut short between vgremove and pvremove left.
+        return (f"{member} is an LVM physical volume in no volume group (an interrupted removal of the suite's "
+                f"stripe can leave one): if it is the suite's, name it in wipe_device")
+    if state["type"] == "LVM2_member" and state.get("vg") and not ours(state):
         return (f"{member} is an LVM physical volume of volume group {state.get('vg') or '(none)'}, "
                 f"which is not the suite's ({VG}, tagged {TAG})")
     if state["type"] and state["type"] not in ("linux_raid_member", "LVM2_member") and not may_wipe:
-        return f"{member} holds a {state['type']} signature; a layout is built only on blank members or the suite's own"
+        return (f"{member} holds a {state['type']} signature; a layout is built only on blank members or the "
+                f"suite's own (name it in wipe_device if it may go)")
+    if state.get("partitions") and not may_wipe:
+        return (f"{member} has partitions ({', '.join(state['partitions'])}); a layout is built only on whole, "
+                f"blank members (name it in wipe_device if they may go)")
     return None
 
 
@@ -262,4 +281,18 @@ def removal_commands(states: Sequence[dict[str, Any]], runner: Run = run) -> lis
             commands.append(["mdadm", "--zero-superblock", state["member"]])
         elif ours(state) and state["type"] == "LVM2_member":
             commands.append(["pvremove", "--yes", state["member"]])
+    return commands
+
+
+def wipe_commands(states: Sequence[dict[str, Any]], wipe: set[str]) -> list[list[str]]:
+    """What clears the members the user (wipe_device) or the device probe let go of: a plain
+    pass's filesystem, a partition table, a label left in no volume group. Only those members."""
+    commands = []
+    for state in states:
+        if state["member"] not in wipe or ours(state):
+            continue
+        if state["type"] == "LVM2_member" and not state.get("vg"):
+            commands.append(["pvremove", "--yes", state["member"]])
+        elif state["type"] not in ("linux_raid_member", "LVM2_member") and (state["type"] or state.get("partitions")):
+            commands.append(["wipefs", "--all", state["member"]])
     return commands

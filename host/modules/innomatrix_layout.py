@@ -12,9 +12,10 @@ description:
     chunk, members with model and serial; the device-mapper table of a logical volume), the
     array's path and kernel name, and the filesystem alignment for it.
   - Every member must be blank or carry only a layout the suite made (an md superblock named
-    C(innomatrix:*), the volume group C(innomatrix) tagged C(innomatrix)). A member of an array or
-    volume group the suite did not make, held by a device it did not make, or holding any other
-    signature, is refused in one line naming it, and nothing is changed.
+    C(innomatrix:<layout>), the volume group C(innomatrix) tagged C(innomatrix)). A member of an
+    array or volume group the suite did not make, held by a device it did not make, that blkid
+    cannot read, or holding any other signature, a partition table or an LVM label in no volume
+    group (unless I(wipe) names it), is refused in one line naming it, and nothing is changed.
   - A layout of the suite's found on the members (left half-built by an interrupted run, or by a
     host that lost power) is removed and the layout built anew, never reassembled; the result
     lists what was removed.
@@ -42,12 +43,15 @@ ARGUMENT_SPEC = {
 }
 
 
-def run_all(module: AnsibleModule, commands: list[list[str]]) -> None:
+def run_all(module: AnsibleModule, commands: list[list[str]], undo: list[list[str]] | None = None) -> None:
+    """Run the commands in order; at the first that fails, run `undo` (best effort) and fail."""
     for argv in commands:
         rc, out, err = module.run_command(argv)
         if rc != 0:
             last = ((err or out).strip().splitlines() or [""])[-1]
-            module.fail_json(msg=f"{' '.join(argv)} exited {rc}: {last}", failed_command=argv)
+            undone = [" ".join(c) for c in undo or [] if module.run_command(c)[0] == 0]
+            module.fail_json(msg=f"{' '.join(argv)} exited {rc}: {last}"
+                             + (f" (undone: {'; '.join(undone)})" if undone else ""), failed_command=argv)
     # The array's and the logical volume's device nodes and links come from udev.
     module.run_command(["udevadm", "settle", "--timeout=30"])
 
@@ -65,10 +69,7 @@ def main() -> None:
                if reason]
     if reasons:
         module.fail_json(msg=f"refusing layout {name}: {'; '.join(reasons)}; nothing was changed", members=states)
-    removal = layouts.removal_commands(states)
-    # A filesystem left by a plain pass on a member (or foreign signatures the user allowed).
-    removal += [["wipefs", "--all", s["member"]] for s in states
-                if s["member"] in wipe and s["type"] not in ("", "linux_raid_member", "LVM2_member")]
+    removal = layouts.removal_commands(states) + layouts.wipe_commands(states, wipe)
     build = layouts.build_commands(name, members) if state == "present" else []
     result = {"changed": bool(removal or build), "removed": [" ".join(c) for c in removal],
               "commands": [" ".join(c) for c in removal + build]}
@@ -77,7 +78,10 @@ def main() -> None:
     run_all(module, removal)
     if state == "absent":
         module.exit_json(**result)
-    run_all(module, build)
+    # A failed vgcreate would leave the members labelled in no volume group, which the next run
+    # could not tell from someone's spares: take the labels just made off again.
+    undo = [["pvremove", "--yes", *members]] if layouts.LAYOUTS[name]["kind"] == "lvm" else []
+    run_all(module, build, undo)
     path = layouts.array_path(name)
     kind = layouts.LAYOUTS[name]["kind"]
     read_back = layouts.md_read_back(path) if kind == "md" else layouts.lvm_read_back()

@@ -75,6 +75,7 @@ def real_context(**changes: Any) -> plan.Context:
 def test_the_filters_ansible_sees() -> None:
     assert filters.FilterModule().filters() == {
         "innomatrix_knobs": filters.innomatrix_knobs,
+        "innomatrix_devices": filters.innomatrix_devices,
         "innomatrix_plan": filters.innomatrix_plan,
         "innomatrix_check_knobs": filters.innomatrix_check_knobs,
         "innomatrix_plan_lines": filters.innomatrix_plan_lines,
@@ -86,6 +87,15 @@ def test_the_filters_ansible_sees() -> None:
         "innomatrix_commit": filters.innomatrix_commit,
         "innomatrix_progress": filters.innomatrix_progress,
     }
+
+
+def test_a_hosts_devices_from_the_inventory_or_the_command_line() -> None:
+    # `-e devices=a,b` is a string: sliced for the first N members, it gave characters.
+    assert filters.innomatrix_devices("/dev/vdb, /dev/vdc") == ["/dev/vdb", "/dev/vdc"]
+    assert filters.innomatrix_devices(["/dev/vdb", "/dev/vdc"]) == ["/dev/vdb", "/dev/vdc"]
+    assert filters.innomatrix_devices([]) == []
+    with pytest.raises(AnsibleFilterError, match="devices='/dev/vdb,/dev/vdb' names a value twice"):
+        filters.innomatrix_devices("/dev/vdb,/dev/vdb")
 
 
 def test_context_from_facts() -> None:

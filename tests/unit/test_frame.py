@@ -120,6 +120,20 @@ def test_a_damaged_driver_line_is_an_error_naming_driver_log_and_the_line(tmp_pa
         frame.load(tmp_path / "run")
 
 
+def test_a_trial_moved_to_another_cells_directory_is_refused(tmp_path):
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(5), layout="md-raid0", members=4))
+    record = json.loads((directory / "trial.json").read_text())
+    record["cell"]["members"] = 2
+    (directory / "trial.json").write_text(json.dumps(record))
+    with pytest.raises(frame.FrameError, match=r"its cell does not match the directory .*members 2 \(its directory says 4\)"):
+        frame.load(tmp_path / "run")
+    # A trial from before layouts names none: it ran on a plain device, and cannot be a layout's.
+    del record["cell"]["layout"], record["cell"]["members"]
+    (directory / "trial.json").write_text(json.dumps(record))
+    with pytest.raises(frame.FrameError, match=r"no layout \(its directory says 'md-raid0' over 4 members\)"):
+        frame.load(tmp_path / "run")
+
+
 def test_no_trials_is_an_error(tmp_path):
     with pytest.raises(frame.FrameError, match="no trial directories"):
         frame.load(tmp_path)

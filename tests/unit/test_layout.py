@@ -37,3 +37,6 @@ def test_a_cell_that_cannot_name_a_directory_is_refused(change: dict[str, str]) 
 def test_a_dataset_keeps_its_logs_beside_its_cells() -> None:
     assert layout.dataset_path("db1", "xfs", "tpcc", "abc") == "db1/xfs/tpcc/dataset-abc"
     assert layout.parse("db1/xfs/tpcc/dataset-abc") is None
+    # The plain device has no layout directory.
+    assert layout.parse("db1/plain-m1/xfs/oltp/A/bp-1G/t4/r1") is None
+    assert layout.parse("db1/md-raid0-m1/xfs/oltp/A/bp-1G/t4/r1")["layout"] == "md-raid0"

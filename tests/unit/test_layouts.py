@@ -69,12 +69,59 @@ def state(**fields) -> dict:
      "/dev/disk/by-id/virtio-im-m1 is an LVM physical volume of volume group innomatrix, which is not the suite's "
      "(innomatrix, tagged innomatrix)"),
     ({"type": "xfs"}, "/dev/disk/by-id/virtio-im-m1 holds a xfs signature; a layout is built only on blank "
-                      "members or the suite's own"),
+                      "members or the suite's own (name it in wipe_device if it may go)"),
     ({"holders": ["dm-3"]}, "/dev/disk/by-id/virtio-im-m1 is held by dm-3, which the suite did not make "
                             "(md, LVM, dm or crypt)"),
+    ({"type": "dos partition table"}, "/dev/disk/by-id/virtio-im-m1 holds a dos partition table signature; a layout "
+                                      "is built only on blank members or the suite's own (name it in wipe_device if it may go)"),
+    ({"partitions": ["vdb1"]}, "/dev/disk/by-id/virtio-im-m1 has partitions (vdb1); a layout is built only on whole, "
+                               "blank members (name it in wipe_device if they may go)"),
+    ({"type": "LVM2_member", "vg": "", "vg_tags": []},
+     "/dev/disk/by-id/virtio-im-m1 is an LVM physical volume in no volume group (an interrupted removal of the "
+     "suite's stripe can leave one): if it is the suite's, name it in wipe_device"),
+    # What blkid cannot read is never blank, not even with wipe_device.
+    ({"unreadable": "blkid -p exited 8: ambivalent result"},
+     "/dev/disk/by-id/virtio-im-m1 could not be probed (blkid -p exited 8: ambivalent result); a member that "
+     "cannot be read is never taken for blank"),
 ])
 def test_only_blank_members_and_the_suites_own_leftovers_may_be_used(fields, reason) -> None:
     assert layouts.refusal(state(**fields), lambda holder: holder == "md127") == reason
+
+
+def test_what_wipe_device_lets_go_of_is_the_only_thing_wiped() -> None:
+    orphan = state(member="/dev/vdb", type="LVM2_member", vg="", vg_tags=[])
+    assert layouts.refusal(orphan, lambda holder: False, may_wipe=True) is None
+    unreadable = state(member="/dev/vdc", unreadable="blkid -p exited 4")
+    assert layouts.refusal(unreadable, lambda holder: False, may_wipe=True).startswith("/dev/vdc could not be probed")
+    states = [orphan, state(member="/dev/vdc", type="dos partition table"), state(member="/dev/vdd", partitions=["vdd1"]),
+              state(member="/dev/vde", type="xfs"), state(member="/dev/vdf"),
+              state(member="/dev/vdg", type="linux_raid_member", md_name="innomatrix:md-raid0")]
+    everyone = {s["member"] for s in states}
+    assert layouts.wipe_commands(states, everyone) == [
+        ["pvremove", "--yes", "/dev/vdb"], ["wipefs", "--all", "/dev/vdc"], ["wipefs", "--all", "/dev/vdd"],
+        ["wipefs", "--all", "/dev/vde"]]
+    assert layouts.wipe_commands(states, {"/dev/vde"}) == [["wipefs", "--all", "/dev/vde"]]
+
+
+def test_a_member_is_read_by_blkid_and_what_it_cannot_read_is_not_blank(tmp_path) -> None:
+    # A real partition table (a DOS one, written by hand) read by the real blkid.
+    image = tmp_path / "member.img"
+    with image.open("wb") as disk:
+        disk.truncate(8 << 20)
+        disk.seek(446)
+        disk.write(bytes([0, 0, 2, 0, 0x83, 0, 0, 0]) + (2048).to_bytes(4, "little") + (8192).to_bytes(4, "little"))
+        disk.seek(510)
+        disk.write(b"\x55\xaa")
+    assert layouts.member_state(str(image))["type"] == "dos partition table"
+    blank = tmp_path / "blank.img"
+    blank.write_bytes(bytes(1 << 20))
+    found = layouts.member_state(str(blank))
+    assert (found["type"], found.get("unreadable")) == ("", None)
+
+    # blkid's own failures (4: usage or I/O, 8: two signatures at once) cannot be made on demand.
+    def failing_blkid(argv):  # test double: blkid failing
+        return subprocess.CompletedProcess(argv, 8, "", "ambivalent result\n")
+    assert layouts.member_state(str(blank), failing_blkid)["unreadable"] == "blkid -p exited 8: ambivalent result"
 
 
 def test_removal_names_only_what_the_suite_made() -> None:

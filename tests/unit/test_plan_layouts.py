@@ -39,6 +39,11 @@ def test_the_filesystem_on_a_layout_is_aligned_to_its_stripe_before_the_users_op
     the_plan = plan.expand(knobs(layouts="md-raid5", members=[4], mkfs_options={"xfs": "-m reflink=1"}), DEVICES, {})
     assert {p["filesystem"]: p["mkfs_options"] for p in the_plan["passes"]} == {
         "ext4": "-E stride=128,stripe_width=384", "xfs": "-d su=512k,sw=3 -m reflink=1"}
+    # mke2fs keeps only its last -E: the user's extended options join the alignment's.
+    ext4 = {"ext4": "-E lazy_itable_init=0 -O ^has_journal -Enodiscard", "xfs": ""}
+    the_plan = plan.expand(knobs(layouts="md-raid5", members=[4], filesystems="ext4", mkfs_options=ext4), DEVICES, {})
+    assert [p["mkfs_options"] for p in the_plan["passes"]] == [
+        "-E stride=128,stripe_width=384,lazy_itable_init=0,nodiscard -O ^has_journal"]
 
 
 def test_the_key_names_the_layout_its_members_and_who_they_are() -> None:

@@ -59,6 +59,22 @@ def test_more_members_read_more_and_the_verdict_says_so(tmp_path):
     assert (tmp_path / "run" / "tables" / "members_compare.csv").exists()
 
 
+def test_each_layout_is_scaled_by_its_own_fewest_members_and_counts_sort_as_numbers(tmp_path):
+    levels = {("md-raid0", 1): 1000.0, ("md-raid0", 4): 4000.0, ("md-raid0", 12): 12000.0,
+              ("md-raid5", 4): 3000.0, ("md-raid5", 12): 11000.0}
+    written = report.report(layouts_run(tmp_path / "run", levels))
+    table = tables.layout_by_members(stats.cells(frame.load(tmp_path / "run")))
+    rows = {row["layout"]: row for row in table.data.to_dict("records")}
+    # A RAID5 has no 1-member array: its ratios are to its own 4.
+    assert rows["md-raid5"]["ratio_m12"] == pytest.approx(11 / 3, rel=0.05)
+    assert rows["md-raid0"]["ratio_m12"] == pytest.approx(12, rel=0.05)
+    assert list(table.display.columns[-3:]) == ["m1", "m4", "m12"]
+    raid5 = table.display[table.display["layout"] == "md-raid5"].iloc[0]
+    assert "×" not in raid5["m4"] and float(raid5["m12"].split("×")[1]) == pytest.approx(11 / 3, rel=0.05)
+    verdicts = [line.split(",")[0] for line in written.lines if line.startswith("verdict: m")]
+    assert "verdict: m4 / m12" in verdicts and "verdict: m12 / m4" not in verdicts
+
+
 def test_the_same_layout_twice_does_not_differ(tmp_path):
     same = {("md-raid0", 2): 2000.0, ("lvm-stripe", 2): 2000.0}
     written = report.report(layouts_run(tmp_path / "run", same, seed=7))

@@ -337,7 +337,7 @@ def test_the_playbook_passes_each_knob_under_its_own_name() -> None:
     assert {name: preflight[name] for name in preflight} == {
         "preflight_device": "{{ device }}",
         "preflight_wipe_device": "{{ wipe_device }}",
-        "preflight_devices": "{{ devices }}",
+        "preflight_devices": "{{ devices | innomatrix_devices }}",
         "preflight_run_dir": "{{ results_dir }}/{{ run_name }}",
         "preflight_io_scheduler": "{{ io_scheduler }}",
         "preflight_read_ahead_kb": "{{ read_ahead_kb }}",

@@ -161,17 +161,19 @@ def layout_by_members(cells: pd.DataFrame) -> Table | None:
     median = by_members["throughput_median"].median().unstack("members")
     iops = by_members["iops"].median().unstack("members")
     flagged = by_members["flagged"].any().unstack("members").fillna(False)
-    fewest = median[median.columns[0]]
+    # Each row's own fewest members: a RAID5 starts at 3 where a RAID0 starts at 1.
+    fewest_members = median.notna().idxmax(axis=1)
+    fewest = median.bfill(axis=1).iloc[:, 0]
     data = pd.concat({"median": median, "iops": iops, "ratio": median.div(fewest, axis=0)}, axis=1)
     data.columns = [f"{kind}_m{members}" for kind, members in data.columns]
     data = data.reset_index()
     data.insert(len(groups), "unit", [_unit(table[table["workload"] == w]) for w in data["workload"]])
     display = pd.DataFrame(
         {f"m{members}": [fmt(m, 1) + (f" ({fmt(i, 0)} IOPS)" if not pd.isna(i) else "")
-                         + (f" ×{fmt(r, 2)}" if members != median.columns[0] else "")
+                         + (f" ×{fmt(r, 2)}" if members != first and not pd.isna(m) else "")
                          + (f" {FLAG_MARK}" if truthy(f) else "")
-                         for m, i, r, f in zip(median[members], iops[members], median[members] / fewest,
-                                               flagged[members])]
+                         for m, i, r, f, first in zip(median[members], iops[members], median[members] / fewest,
+                                                      flagged[members], fewest_members)]
          for members in median.columns},
         index=median.index).reset_index()
     display.insert(len(groups), "unit", data["unit"])
