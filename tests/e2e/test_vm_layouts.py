@@ -1,7 +1,8 @@
 """Storage layouts end to end, on the VM host's own kernel (md, device-mapper): the matrix builds
-md-raid0 over 1 and 4 members, runs fileio on each, reads the layout back from the kernel,
-aligns the filesystem to it, removes it after its pass, and the report compares member counts.
-(lvm-stripe and OLTP cells on a layout are not in this file yet: each pass costs minutes under TCG.)
+md-raid0 over 1 and 4 members and md-raid0 beside lvm-stripe over 2, runs fileio on each, reads
+the layout back from the kernel, aligns the filesystem to it, removes it after its pass, and the
+report compares member counts and mdadm with LVM. (OLTP cells on a layout are not in this file
+yet: each pass costs minutes under TCG.)
 
 Known answer: every member is throttled by QEMU to MEMBER_IOPS, so random reads over a 4-member
 RAID0 must reach well over 3 × one member's. Tests run in file order (the refusals first, on
@@ -155,4 +156,37 @@ def test_md_raid0_over_1_and_4_members(vm):
     print("md-raid0 m1 / m4:", one_four["ratio"], one_four["ci_low"], one_four["ci_high"], one_four["verdict"])
     assert one_four["verdict"] == "differs" and one_four["ci_high"] < 1 / 3.2
     smart = json.loads((run / "vm" / "smart.json").read_text())
-    assert {r["label"] for r in smart["readings"]} >= {f"md-raid0-m4 xfs before {m}" for m in vm.members}
+    labels = {r["label"] for r in smart["readings"]}
+    assert labels >= {f"md-raid0-m4 xfs {m} {when}" for m in vm.members for when in ("before", "after")}
+
+
+def test_mdadm_and_lvm_stripes_over_the_same_2_members(vm):
+    # Seed 001 compared mdadm and LVM striping over the same disks. Here each member is held to
+    # MEMBER_IOPS by QEMU, so both stripes read what 2 members give and the disks decide: the
+    # known answer is about 2 × one member for each, and no difference between them.
+    done = vm.play(layouts=["md-raid0", "lvm-stripe"], members=[2], run_name="stripes")
+    ok(done)
+    run = vm.results / "stripes"
+    iops = {}
+    for name in ("md-raid0", "lvm-stripe"):
+        cells = sorted(run.glob(f"vm/{name}-m2/xfs/fileio/table-rndrd/bs-16K/t16/r*/trial.json"))
+        trials = [json.loads(cell.read_text()) for cell in cells]
+        assert len(trials) == 2 and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
+        iops[name] = [t["fileio"]["iops_median"] for t in trials]
+        assert trials[0]["cell"]["layout"] == name and trials[0]["cell"]["members"] == 2
+    lvm = json.loads(sorted(run.glob("vm/lvm-stripe-m2/xfs/fileio/*/*/*/r1/trial.json"))[0].read_text())["device"]
+    read_back = lvm["layout"]["read_back"]
+    assert (read_back["kind"], read_back["stripes"], read_back["stripe_kib"]) == ("lvm", 2, 64)
+    assert sorted(m["serial"] for m in read_back["members"]) == sorted(SERIALS[:2])
+    assert lvm["path"] == "/dev/innomatrix/bench" and lvm["name"].startswith("dm-")
+    assert lvm["mkfs_options"] == "-d su=64k,sw=2"
+    assert vm.leftovers() == ""
+    print("read IOPS over 2 members:", iops)
+    for name, values in iops.items():
+        assert min(values) >= 1.6 * MEMBER_IOPS and max(values) <= 2.2 * MEMBER_IOPS, (name, values)
+    rows = pd.read_csv(run / "tables" / "layout_compare.csv").to_dict("records")
+    [pair] = [r for r in rows if (r["layout_a"], r["layout_b"]) == ("lvm-stripe", "md-raid0")]
+    print("lvm-stripe / md-raid0 over 2:", pair["ratio"], pair["ci_low"], pair["ci_high"], pair["verdict"])
+    assert pair["verdict"] == "no difference"
+    table = pd.read_csv(run / "tables" / "layout_by_members.csv")
+    assert set(table["layout"]) == {"md-raid0", "lvm-stripe"} and "median_m2" in table.columns

@@ -267,8 +267,15 @@ class VmHost:
     # --- use ------------------------------------------------------------------------------------
 
     def inventory_vars(self) -> dict:
+        # A login to this host costs a second of emulated CPU (sshd's key exchange under TCG), which
+        # every Ansible task paid: one master connection carries them instead, its socket in base
+        # (one host's: the path is keyed on port and key). Unlike a container's sshd, it cannot
+        # outlive the host: when qemu ends (close(), a pulled plug) its port forward goes, and the
+        # master's connection with it, so a lost host is lost to Ansible too.
+        shared = {"ansible_ssh_args": f"-o ControlMaster=auto -o ControlPersist=60s -o ControlPath={self.base}/ssh-%C",
+                  "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
         # The matrix's device under test, as RemoteHost gives its loop device: the first member.
-        return {**login_vars(self.port, self.key), "device": self.disks[0].by_id if self.disks else ""}
+        return {**login_vars(self.port, self.key), **shared, "device": self.disks[0].by_id if self.disks else ""}
 
     def ssh_argv(self, *command: str) -> list[str]:
         return ssh_argv(self.port, self.key, *command)

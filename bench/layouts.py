@@ -1,0 +1,147 @@
+"""Storage layouts on the VM test host (issue #30's figures; run as root, after `make test` has
+built the VM image once).
+
+    .venv/bin/python bench/layouts.py known      # boot time; throttled members 1, 2, 4: md-raid0 and lvm-stripe
+    .venv/bin/python bench/layouts.py powerloss  # the plug pulled mid-trial on a layout, then the rerun
+
+known: a VM (tests/e2e/vm_host.py) whose 4 member disks QEMU holds to MEMBER_IOPS each; one
+matrix of fileio random reads (16 KiB, 16 threads) on md-raid0 and lvm-stripe over 1, 2 and 4
+members, 3 repeats. Prints the VM's boot time, the play's wall time and time per pass, read IOPS
+per layout and member count with the ratio to one member (the report's layout_by_members), and
+LVM ÷ mdadm per member count with the report's between-trials interval and verdict
+(layout_compare). The known answer: each layout reads about N × MEMBER_IOPS over N members, and
+mdadm and LVM do not differ (the disks, not the layout, decide).
+
+powerloss: md-raid0 over 2 members, fileio at 2 block sizes × 2 repeats; once the first cell is
+home, the VM's qemu is killed (SIGKILL: the guest's page cache is gone). Prints what the play
+said of the host, which cells were home and whether any changed, what the guest's kernel made
+of the members after it booted again (udev reassembles the suite's array), what the rerun said
+it removed and ran, and its cells' statuses. (No OLTP here: the server's crash recovery is not
+in this figure.)
+
+Prints the figures; asserts nothing (speed is measured here, not tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # the VM host and the inventories the e2e tests use
+
+from remote_hosts import play_matrix, project_inventory  # noqa: E402
+from vm_host import Disk, vm_host  # noqa: E402
+
+MEMBER_IOPS = 300
+SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4")
+KNOBS = {
+    "workloads": ["fileio"], "filesystems": ["xfs"], "variants": ["A"], "bp_sizes": ["64M"], "threads": [2],
+    "warmup": 1, "duration": 4, "report_interval": 1,
+    "fileio_tests": ["table-rndrd"], "fileio_block_sizes": ["16K"], "fileio_table_threads": [16],
+    "fileio_total_size": "64M", "fileio_step_duration": 6,
+    "preflight_state_dir": "/var/lib/innomatrix-vm", "preflight_mountpoint": "/mnt/innomatrix-vm",
+}
+
+
+def matrix(base: Path, host, run_name: str, **knobs) -> tuple[subprocess.CompletedProcess, float]:
+    inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": [d.by_id for d in host.disks]}})
+    path = base / f"{run_name}.yml"
+    path.write_text(yaml.safe_dump({**KNOBS, "results_dir": str(base / "results"), "run_name": run_name,
+                                    "preflight_secrets_dir": str(base / "secrets"), **knobs}))
+    started = time.monotonic()
+    done = play_matrix(inventory, path, log=base / f"{run_name}.log", timeout=7200)
+    return done, time.monotonic() - started
+
+
+def known() -> None:
+    disks = [Disk(serial, size=1 << 30, iops=MEMBER_IOPS) for serial in SERIALS]
+    with vm_host("innomatrix-bench-vml-", "vm-k", disks=disks) as (base, host):
+        base.chmod(0o755)
+        print(f"VM boot to SSH: {host.boot_seconds:.1f} s")
+        layouts, members = ["md-raid0", "lvm-stripe"], [1, 2, 4]
+        done, wall = matrix(base, host, "known", layouts=layouts, members=members, repeats=3)
+        if done.returncode != 0:
+            sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
+        passes = len(layouts) * len(members)
+        print(f"matrix: {wall:.0f} s for {passes} passes ({wall / passes:.0f} s a pass, 3 cells of 6 s each)")
+        tables = base / "results" / "known" / "tables"
+        by_members = pd.read_csv(tables / "layout_by_members.csv")
+        print(f"random read 16 KiB, 16 threads, each member held to {MEMBER_IOPS} IOPS: median read IOPS "
+              "(× one member)")
+        for _, row in by_members.iterrows():
+            print(f"  {row['layout']:<11}" + "".join(
+                f"  m{m}: {row[f'iops_m{m}']:7.1f} (×{row[f'ratio_m{m}']:.2f})" for m in members))
+        compared = pd.read_csv(tables / "layout_compare.csv")
+        for _, row in compared.iterrows():
+            print(f"  {row['layout_a']} ÷ {row['layout_b']} over {row['members']}: {row['ratio']:.3f} "
+                  f"(95 % CI {row['ci_low']:.3f}–{row['ci_high']:.3f}) {row['verdict']}")
+
+
+def trials(run: Path) -> dict[str, bytes]:
+    return {str(path.parent.relative_to(run)): path.read_bytes() for path in sorted(run.glob("vm/**/trial.json"))}
+
+
+def powerloss() -> None:
+    disks = [Disk(serial, size=1 << 30) for serial in SERIALS[:2]]
+    with vm_host("innomatrix-bench-vmp-", "vm-p", disks=disks) as (base, host):
+        base.chmod(0o755)
+        knobs = {"layouts": ["md-raid0"], "members": [2], "fileio_block_sizes": ["16K", "64K"], "repeats": 2,
+                 "fileio_step_duration": 10, "reconnect_grace": 60}
+        path = base / "loss.yml"
+        path.write_text(yaml.safe_dump({**KNOBS, "results_dir": str(base / "results"), "run_name": "loss",
+                                        "preflight_secrets_dir": str(base / "secrets"), **knobs}))
+        inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": [d.by_id for d in host.disks]}})
+        run = base / "results" / "loss"
+        playing = subprocess.Popen([str(ROOT / ".venv/bin/ansible-playbook"), "-i", str(inventory), "matrix.yml",
+                                    "-e", f"@{path}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+        while not trials(run):
+            if playing.poll() is not None:
+                sys.exit(f"the play ended before a cell came home: {playing.stdout.read()[-2000:]}")
+            time.sleep(0.5)
+        time.sleep(8)  # into the next cell's trial
+        home = trials(run)
+        host.pull_plug()
+        pulled = time.monotonic()
+        out, _ = playing.communicate(timeout=1800)
+        (base.parent / f"{base.name}-loss.log").write_text(out)
+        print(f"plug pulled with {len(home)} cell(s) home: {', '.join(home)}")
+        print(f"the play ended {time.monotonic() - pulled:.0f} s later, exit {playing.returncode}; it said: "
+              + " | ".join(line.strip() for line in out.splitlines() if "did not finish" in line or "UNREACHABLE" in line))
+        after = trials(run)
+        print(f"cells home after the loss: {len(after)}; changed or lost of those home before: "
+              f"{[name for name in home if after.get(name) != home[name]] or 'none'}")
+        host.boot()
+        print(f"booted again in {host.boot_seconds:.1f} s; the guest's md: "
+              + (host.sh("grep ^md /proc/mdstat || echo none").stdout.strip().replace("\n", "; ")))
+        done, wall = matrix(base, host, "loss", **knobs)
+        said = [line.strip().strip('"') for line in done.stdout.splitlines()
+                if "removed the suite's earlier layout" in line or "cells:" in line and "to run" in line]
+        print(f"rerun: exit {done.returncode} in {wall:.0f} s; it said: {' | '.join(said)}")
+        final = trials(run)
+        statuses = {name: json.loads(data)["status"] for name, data in final.items()}
+        print(f"cells: {len(final)}, statuses {sorted(set(statuses.values()))}; the ones home before the loss "
+              f"unchanged: {all(final[name] == data for name, data in home.items())}; leftovers in the guest: "
+              + (host.sh("grep ^md /proc/mdstat; vgs --noheadings 2>/dev/null; dmsetup ls | grep -v 'No devices'"
+                         " || true").stdout.strip() or "none"))
+
+
+PARTS = {"known": known, "powerloss": powerloss}
+
+if __name__ == "__main__":
+    parts = sys.argv[1:] or list(PARTS)
+    if parts[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0)
+    if set(parts) - set(PARTS):
+        sys.exit(f"unknown part(s) {', '.join(sorted(set(parts) - set(PARTS)))}; the parts: {', '.join(PARTS)}")
+    for part in parts:
+        PARTS[part]()
