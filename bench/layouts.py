@@ -57,7 +57,8 @@ def matrix(base: Path, host, run_name: str, **knobs) -> tuple[subprocess.Complet
     path.write_text(yaml.safe_dump({**KNOBS, "results_dir": str(base / "results"), "run_name": run_name,
                                     "preflight_secrets_dir": str(base / "secrets"), **knobs}))
     started = time.monotonic()
-    done = play_matrix(inventory, path, log=base / f"{run_name}.log", timeout=7200)
+    # Beside base, which goes when the host does: the play's own account stays to be read.
+    done = play_matrix(inventory, path, log=base.parent / f"{base.name}-{run_name}.log", timeout=7200)
     return done, time.monotonic() - started
 
 
@@ -112,7 +113,7 @@ def powerloss() -> None:
         host.pull_plug()
         pulled = time.monotonic()
         out, _ = playing.communicate(timeout=1800)
-        (base.parent / f"{base.name}-loss.log").write_text(out)
+        (base.parent / f"{base.name}-lost.log").write_text(out)
         print(f"plug pulled with {len(home)} cell(s) home: {', '.join(home)}")
         print(f"the play ended {time.monotonic() - pulled:.0f} s later, exit {playing.returncode}; it said: "
               + " | ".join(line.strip() for line in out.splitlines() if "did not finish" in line or "UNREACHABLE" in line))
@@ -123,8 +124,9 @@ def powerloss() -> None:
         print(f"booted again in {host.boot_seconds:.1f} s; the guest's md: "
               + (host.sh("grep ^md /proc/mdstat || echo none").stdout.strip().replace("\n", "; ")))
         done, wall = matrix(base, host, "loss", **knobs)
-        said = [line.strip().strip('"') for line in done.stdout.splitlines()
-                if "removed the suite's earlier layout" in line or "cells:" in line and "to run" in line]
+        # The YAML callback may quote the message ("suite''s"): match words without the apostrophe.
+        said = [line.strip() for line in done.stdout.splitlines()
+                if "earlier layout from the members" in line or "cells:" in line and "to run" in line]
         print(f"rerun: exit {done.returncode} in {wall:.0f} s; it said: {' | '.join(said)}")
         final = trials(run)
         statuses = {name: json.loads(data)["status"] for name, data in final.items()}
