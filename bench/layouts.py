@@ -51,11 +51,17 @@ KNOBS = {
 }
 
 
-def matrix(base: Path, host, run_name: str, **knobs) -> tuple[subprocess.CompletedProcess, float]:
+def inventory_and_knobs(base: Path, host, run_name: str, **knobs) -> tuple[Path, Path]:
+    """The inventory (the VM, its disks as `devices`) and the knobs file of one run, in base."""
     inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": [d.by_id for d in host.disks]}})
     path = base / f"{run_name}.yml"
     path.write_text(yaml.safe_dump({**KNOBS, "results_dir": str(base / "results"), "run_name": run_name,
                                     "preflight_secrets_dir": str(base / "secrets"), **knobs}))
+    return inventory, path
+
+
+def matrix(base: Path, host, run_name: str, **knobs) -> tuple[subprocess.CompletedProcess, float]:
+    inventory, path = inventory_and_knobs(base, host, run_name, **knobs)
     started = time.monotonic()
     # Beside base, which goes when the host does: the play's own account stays to be read.
     done = play_matrix(inventory, path, log=base.parent / f"{base.name}-{run_name}.log", timeout=7200)
@@ -96,10 +102,7 @@ def powerloss() -> None:
         base.chmod(0o755)
         knobs = {"layouts": ["md-raid0"], "members": [2], "fileio_block_sizes": ["16K", "64K"], "repeats": 2,
                  "fileio_step_duration": 10, "reconnect_grace": 60}
-        path = base / "loss.yml"
-        path.write_text(yaml.safe_dump({**KNOBS, "results_dir": str(base / "results"), "run_name": "loss",
-                                        "preflight_secrets_dir": str(base / "secrets"), **knobs}))
-        inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": [d.by_id for d in host.disks]}})
+        inventory, path = inventory_and_knobs(base, host, "loss", **knobs)
         run = base / "results" / "loss"
         playing = subprocess.Popen([str(ROOT / ".venv/bin/ansible-playbook"), "-i", str(inventory), "matrix.yml",
                                     "-e", f"@{path}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
