@@ -50,7 +50,7 @@ print(sum(reads) / (time.monotonic() - started))
 def vm():
     with vm_host("innomatrix-e2e-vm-", "vm-a", disks=[Disk(FAST), Disk(SLOW, iops=THROTTLE_IOPS)],
                  nvme=[Disk(NVME)]) as (_, host):
-        print(f"{host.name} up in {host.boot_seconds:.1f} s on port {host.port}")
+        print(f"{host.name} up in {host.boot_seconds:.1f} s on port {host.port} ({host.stalled_boots} stalled boots before)")
         yield host
 
 
