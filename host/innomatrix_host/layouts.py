@@ -133,16 +133,33 @@ def key_values(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
+def sysfs(name: str, leaf: str) -> str:
+    """A block device's attribute in /sys/class/block, "" where it has none."""
+    try:
+        return (SYS_BLOCK / name / leaf).read_text().strip()
+    except OSError:
+        return ""
+
+
+def holders_of(name: str) -> list[str]:
+    """The block devices built on this one (an md array, a device-mapper target)."""
+    folder = SYS_BLOCK / name / "holders"
+    return sorted(entry.name for entry in folder.iterdir()) if folder.is_dir() else []
+
+
+def partitions_of(name: str) -> list[str]:
+    """The kernel's partitions of a whole device."""
+    folder = SYS_BLOCK / name
+    return sorted(entry.name for entry in folder.iterdir() if (entry / "partition").is_file()) \
+        if folder.is_dir() else []
+
+
 def member_state(path: str, runner: Run = run) -> dict[str, Any]:
     """What is on a member, judging nothing: its kernel name, its blkid type, an md superblock's
     array name, an LVM volume group and its tags, and the block devices that hold it."""
     real = os.path.realpath(path)
     name = os.path.basename(real)
-    holders_dir = SYS_BLOCK / name / "holders"
-    state: dict[str, Any] = {
-        "member": path, "name": name,
-        "holders": sorted(entry.name for entry in holders_dir.iterdir()) if holders_dir.is_dir() else [],
-    }
+    state: dict[str, Any] = {"member": path, "name": name, "holders": holders_of(name)}
     # blkid -p: 0 found something, 2 found nothing; anything else is a member it could not read,
     # which is never taken for a blank one. A partition table (PTTYPE) is a signature too.
     probed = runner(["blkid", "-p", "-o", "export", real])
@@ -151,8 +168,7 @@ def member_state(path: str, runner: Run = run) -> dict[str, Any]:
     if probed.returncode not in (0, 2):
         last = ((probed.stderr or probed.stdout or "").strip().splitlines() or [""])[-1]
         state["unreadable"] = f"blkid -p exited {probed.returncode}" + (f": {last}" if last else "")
-    state["partitions"] = sorted(entry.name for entry in (SYS_BLOCK / name).glob(f"{name}*")
-                                 if (entry / "partition").is_file())
+    state["partitions"] = partitions_of(name)
     if state["type"] == "linux_raid_member":
         examined = runner(["mdadm", "--examine", "--export", real])
         state["md_name"] = key_values(examined.stdout).get("MD_NAME", "")
@@ -210,17 +226,10 @@ def refusal(state: dict[str, Any], holder_is_ours: Callable[[str], bool], may_wi
 # --- the kernel's own account of a built layout ---------------------------------------------------
 
 
-def _sysfs(name: str, leaf: str) -> str:
-    try:
-        return (SYS_BLOCK / name / leaf).read_text().strip()
-    except OSError:
-        return ""
-
-
 def member_record(name: str) -> dict[str, str]:
     """A member as the kernel knows it: name, model and serial (what SMART is taken from)."""
-    return {"name": name, "path": f"/dev/{name}", "model": _sysfs(name, "device/model"),
-            "serial": _sysfs(name, "serial") or _sysfs(name, "device/serial")}
+    return {"name": name, "path": f"/dev/{name}", "model": sysfs(name, "device/model"),
+            "serial": sysfs(name, "serial") or sysfs(name, "device/serial")}
 
 
 def md_read_back(array: str, runner: Run = run) -> dict[str, Any]:
@@ -228,10 +237,10 @@ def md_read_back(array: str, runner: Run = run) -> dict[str, Any]:
     name = os.path.basename(os.path.realpath(array))
     detail = key_values(runner(["mdadm", "--detail", "--export", array]).stdout)
     members = sorted(entry.name[len("dev-"):] for entry in (SYS_BLOCK / name / "md").glob("dev-*"))
-    chunk = _sysfs(name, "md/chunk_size")
+    chunk = sysfs(name, "md/chunk_size")
     return {
         "kind": "md", "name": name, "path": array,
-        "level": _sysfs(name, "md/level") or detail.get("MD_LEVEL", ""),
+        "level": sysfs(name, "md/level") or detail.get("MD_LEVEL", ""),
         "chunk_kib": int(chunk) // 1024 if chunk.isdigit() else None,
         "metadata": detail.get("MD_METADATA", ""), "md_name": detail.get("MD_NAME", ""),
         "uuid": detail.get("MD_UUID", ""),
@@ -265,7 +274,7 @@ def holder_is_ours(holder: str, runner: Run = run) -> bool:
     if holder.startswith("md"):
         detail = key_values(runner(["mdadm", "--detail", "--export", f"/dev/{holder}"]).stdout)
         return detail.get("MD_NAME", "") in SUITE_MD_NAMES
-    return _sysfs(holder, "dm/name") == f"{VG}-{LV}"
+    return sysfs(holder, "dm/name") == f"{VG}-{LV}"
 
 
 def removal_commands(states: Sequence[dict[str, Any]], runner: Run = run) -> list[list[str]]:

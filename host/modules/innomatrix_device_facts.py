@@ -43,8 +43,6 @@ from pathlib import Path
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import layouts
 
-SYS_BLOCK = Path("/sys/class/block")
-
 
 # The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
 ARGUMENT_SPEC = {
@@ -61,37 +59,25 @@ ARGUMENT_SPEC = {
 }
 
 
-def sysfs(name: str, leaf: str) -> str:
-    try:
-        return (SYS_BLOCK / name / leaf).read_text().strip()
-    except OSError:
-        return ""
-
-
 def identity(name: str) -> str:
     """Who the device is, so a key never mixes results from two disks."""
-    backing = sysfs(name, "loop/backing_file")
+    backing = layouts.sysfs(name, "loop/backing_file")
     if backing:
         return f"loop:{backing}"
     for leaf, kind in (("wwid", "wwn"), ("device/wwid", "wwn"), ("device/serial", "serial"), ("serial", "serial")):
-        value = sysfs(name, leaf)
+        value = layouts.sysfs(name, leaf)
         if value:
             return f"{kind}:{value}"
-    return f"model:{sysfs(name, 'device/model') or 'unknown'}:{name}"
+    return f"model:{layouts.sysfs(name, 'device/model') or 'unknown'}:{name}"
 
 
 def holders(names: set[str]) -> set[str]:
-    found = set()
-    for name in names:
-        folder = SYS_BLOCK / name / "holders"
-        if folder.is_dir():
-            found.update(entry.name for entry in folder.iterdir())
-    return found
+    return {holder for name in names for holder in layouts.holders_of(name)}
 
 
 def mounts_of(names: set[str]) -> list[tuple[str, str]]:
     """(device name, mount point) for every mount of the device, its partitions or holders."""
-    numbers = {sysfs(n, "dev"): n for n in names}
+    numbers = {layouts.sysfs(n, "dev"): n for n in names}
     found = []
     with open("/proc/self/mountinfo") as info:
         for line in info:
@@ -187,20 +173,20 @@ def gather(p: dict) -> tuple[dict, dict]:
     if not stat.S_ISBLK(os.stat(real).st_mode):
         return facts, {"unusable": "not_block"}
     name = os.path.basename(real)
-    if (SYS_BLOCK / name / "partition").exists():
+    if (layouts.SYS_BLOCK / name / "partition").exists():
         return facts, {"unusable": "partition"}
-    partitions = {e.name for e in (SYS_BLOCK / name).iterdir() if (e / "partition").exists()}
+    partitions = set(layouts.partitions_of(name))
     users = holders({name, *partitions})
     members = {name, *partitions}
     signatures = {n: blkid(f"/dev/{n}") for n in sorted(members)}
     facts.update(
         name=name,
         identity=identity(name),
-        size_bytes=int(sysfs(name, "size") or 0) * 512,
-        read_only=sysfs(name, "ro") == "1",
-        scheduler=sysfs(name, "queue/scheduler"),
-        read_ahead_kb=sysfs(name, "queue/read_ahead_kb"),
-        rotational=sysfs(name, "queue/rotational") == "1",
+        size_bytes=int(layouts.sysfs(name, "size") or 0) * 512,
+        read_only=layouts.sysfs(name, "ro") == "1",
+        scheduler=layouts.sysfs(name, "queue/scheduler"),
+        read_ahead_kb=layouts.sysfs(name, "queue/read_ahead_kb"),
+        rotational=layouts.sysfs(name, "queue/rotational") == "1",
         partitions=sorted(partitions),
         holders=sorted(users),
         signature=signatures[name],

@@ -9,8 +9,8 @@ short_description: Build or remove an md RAID or LVM striped layout over member 
 description:
   - I(state=present) builds the layout I(name) (a key of innomatrix_host.layouts.LAYOUTS) over
     I(members), in the order given, and returns the layout as the kernel read it back (md level,
-    chunk, members with model and serial; the device-mapper table of a logical volume), the
-    array's path and kernel name, and the filesystem alignment for it.
+    chunk, members with model and serial; the device-mapper table of a logical volume; its kernel
+    name), the array's path, and the filesystem alignment for it.
   - Every member must be blank or carry only a layout the suite made (an md superblock named
     C(innomatrix:<layout>), the volume group C(innomatrix) tagged C(innomatrix)). A member of an
     array or volume group the suite did not make, held by a device it did not make, that blkid
@@ -85,8 +85,7 @@ def main() -> None:
     path = layouts.array_path(name)
     kind = layouts.LAYOUTS[name]["kind"]
     read_back = layouts.md_read_back(path) if kind == "md" else layouts.lvm_read_back()
-    module.exit_json(**result, layout={"name": name, "path": path, "kernel_name": read_back["name"],
-                                       "members_given": members, "read_back": read_back,
+    module.exit_json(**result, layout={"name": name, "path": path, "members_given": members, "read_back": read_back,
                                        "alignment": layouts.alignment(layouts.LAYOUTS[name], len(members))})
 
 
