@@ -59,9 +59,9 @@ PREFIX = f"innomatrix-vm-{os.getpid()}-"
 PORTS = range(36000, 37000)
 # Boot to SSH took 21-37 s here under TCG; a loaded machine may take several times that.
 SSH_TIMEOUT = 180.0
-# Once in a while a TCG guest stops for good early in its kernel's boot (CI saw one at 1.16 s of
-# guest time, after "IP idents hash table entries", silent for the rest of the 180 s; 40 boots
-# here never did). A booting guest writes to its console every few seconds; one silent this long
+# Once in a while a TCG guest stops for good early in its kernel's boot (CI saw one whose console
+# ended at 1.16 s of guest time, after "IP idents hash table entries", with no login in 180 s; six
+# boots of the same guest here did not). A booting guest writes to its console every few seconds; one silent this long
 # without letting the bench user in is stalled: it is killed and booted again, at most
 # STALLED_BOOTS times, each said on stderr and in the console log.
 CONSOLE_SILENCE = 60.0
