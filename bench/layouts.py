@@ -160,9 +160,13 @@ def oltp() -> None:
         print(f"matrix: exit {done.returncode} in {wall:.0f} s for {len(layouts) * len(members)} passes")
         for name, data in trials(base / "results" / "oltp").items():
             trial = json.loads(data)
-            read_back = (trial.get("device") or {}).get("layout") or {}
+            layout = (trial.get("device") or {}).get("layout") or {}
+            kernel = layout.get("read_back") or {}
+            shape = (f"{kernel.get('level')} chunk {kernel.get('chunk_kib')} KiB" if kernel.get("kind") == "md"
+                     else f"{kernel.get('stripes')} stripes of {kernel.get('stripe_kib')} KiB")
             print(f"  {name}: {trial['status']}{' (' + '; '.join(trial['reasons']) + ')' if trial.get('reasons') else ''}; "
-                  f"read back: {json.dumps(read_back, sort_keys=True)[:300]}")
+                  f"read back: {kernel.get('name')} {shape} over {[m.get('name') for m in kernel.get('members', [])]}, "
+                  f"xfs {(layout.get('alignment') or {}).get('mkfs_options', {}).get('xfs') or '(no stripe)'}")
         if done.returncode != 0:
             sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
         by_members = pd.read_csv(base / "results" / "oltp" / "tables" / "layout_by_members.csv")

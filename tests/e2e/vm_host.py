@@ -286,9 +286,9 @@ class VmHost:
                                   stdin=subprocess.DEVNULL)
             if done.returncode == 0:
                 return
-            now = time.monotonic()
-            if self._console_size() != console_size:
-                console_size, console_moved = self._console_size(), now
+            now, size = time.monotonic(), self._console_size()
+            if size != console_size:
+                console_size, console_moved = size, now
             elif now - console_moved > CONSOLE_SILENCE:
                 raise BootStalled(
                     f"boot of {PREFIX + self.name} stalled: its console silent for {now - console_moved:.0f} s, "
