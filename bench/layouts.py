@@ -163,7 +163,9 @@ def oltp() -> None:
             layout = (trial.get("device") or {}).get("layout") or {}
             kernel = layout.get("read_back") or {}
             shape = (f"{kernel.get('level')} chunk {kernel.get('chunk_kib')} KiB" if kernel.get("kind") == "md"
-                     else f"{kernel.get('stripes')} stripes of {kernel.get('stripe_kib')} KiB")
+                     else f"{kernel.get('stripes')} stripes of {kernel.get('stripe_kib')} KiB" if kernel.get("stripes")
+                     # lvcreate makes one member's "stripe" a linear target: dmsetup says so.
+                     else " ".join(str(kernel.get("table", "")).split()[2:3]) or "no dm table")
             print(f"  {name}: {trial['status']}{' (' + '; '.join(trial['reasons']) + ')' if trial.get('reasons') else ''}; "
                   f"read back: {kernel.get('name')} {shape} over {[m.get('name') for m in kernel.get('members', [])]}, "
                   f"xfs {(layout.get('alignment') or {}).get('mkfs_options', {}).get('xfs') or '(no stripe)'}")
