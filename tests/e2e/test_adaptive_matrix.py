@@ -17,7 +17,7 @@ import subprocess
 import time
 
 from e2e_env import NEEDS_ROOT, PLAY_ENV, PS, ROOT, ok, trials_of
-from innomatrix_host import steady
+from innomatrix_host import flags, steady
 from innomatrix_host.sysbench import parse_output
 
 pytestmark = NEEDS_ROOT
@@ -85,11 +85,13 @@ def test_an_adaptive_cell_decides_and_says_why(env):
         assert float(row["ss_first_s"]) + 5 * decided["round_s"] == warmup, "the report finds the host's window"
     saved = [line for line in done.stdout.splitlines() if "adaptive: " in line]
     assert saved and f"{(70 - warmup - measured) / 60:.1f} min saved of 1.2 min (" in saved[0], done.stdout[-2000:]
-    # the cell's outcome line says how its time was decided (the YAML callback may wrap it)
+    # the cell's outcome line says how its time was decided (the YAML callback may wrap it), after
+    # the flags its trial raised, if any (a loaded host can stall an interval)
     flat = " ".join(done.stdout.split())
+    status = ", ".join(["ok", *([flags.labels(trial["flags"])] if trial["flags"] else [])])
     assert (f"xfs/oltp/A/bp-64M/t2/r1 {trial['summary']['throughput_median']:.1f} tps" in flat
-            and f"ok warmup {warmup:g} s ({decided['warmup_decided_by']}), measured {measured:g} s "
-                f"({decided['ended_by']})" in flat)
+            and f"{status} warmup {warmup:g} s ({decided['warmup_decided_by']}), measured {measured:g} s "
+                f"({decided['ended_by']})" in flat), (status, flat[-3000:])
 
 
 def test_rerun_finds_it_finished_and_fixed_times_are_another_cell(env):

@@ -191,7 +191,7 @@ def test_the_demos_second_trials_give_its_report_a_verdict_with_its_interval(env
     assert row["verdict"] in ("differs", "no difference") and row["ci_low"] < row["ratio"] < row["ci_high"], row
     assert "Filesystem vs filesystem" in (env.results / "e2e-verdict" / "report.html").read_text()
     # The play ends with the verdict, its interval and what it compared.
-    assert re.search(r"verdict: ext4 / xfs, localhost/oltp/A/64M/2: \d\.\d{3}× \(\d\.\d{3}–\d\.\d{3}\) "
+    assert re.search(r"verdict: ext4 / xfs, localhost/oltp/A/64M/2: \d+\.\d{3}× \(\d+\.\d{3}–\d+\.\d{3}\) "
                      r"(differs|no difference)", done.stdout), done.stdout[-3000:]
 
 
