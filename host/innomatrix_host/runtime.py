@@ -457,8 +457,8 @@ def write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def append_record(path: Path, first: dict, key: str, entry: dict) -> dict:
-    """Append `entry` to the list `key` of a JSON record (made from `first` if it does not exist),
+def append_record(path: Path, first: dict, key: str, *entries: dict) -> dict:
+    """Append `entries` to the list `key` of a JSON record (made from `first` if it does not exist),
     replacing the file atomically, so no earlier entry is ever lost; returns the record."""
     record = dict(first, **{key: []})
     if path.exists():
@@ -466,7 +466,7 @@ def append_record(path: Path, first: dict, key: str, entry: dict) -> dict:
             record = json.loads(path.read_text())
         except ValueError as exc:
             raise TrialError(f"{path} is not valid JSON ({exc}); move it aside to start a new record") from None
-    record.setdefault(key, []).append(entry)
+    record.setdefault(key, []).extend(entries)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     write_json(tmp, record)

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: innomatrix_smart
-short_description: Append a SMART / NVMe health reading of the device under test to smart.json
+short_description: Take SMART / NVMe health readings of the devices under test for smart.json
 description:
-  - Reads C(smartctl -j -a) (and C(nvme smart-log) for NVMe devices) and appends the wear
-    attributes under a label, e.g. C(ext4 before) and C(ext4 after) around a filesystem pass.
-    A reading labelled C(<x> after) also records what changed since C(<x> before).
+  - Reads C(smartctl -j -a) (and C(nvme smart-log) for NVMe devices) of each device and appends
+    its wear attributes under a label, e.g. C(ext4 before) and C(ext4 after) around a filesystem
+    pass, or C(md-raid0-m4 xfs /dev/sdb before) for each member of a layout. A reading labelled
+    C(<x> after) also records what changed since C(<x> before).
+  - All the devices of a point of the run in one call, as a 12-disk array has 12 readings.
   - A device without SMART (a loop device) is recorded as unsupported with the reason; this
     module never fails a run for want of SMART.
 options:
-  device: {description: The device under test, type: path, required: true}
+  devices: {description: The devices to read, type: list, elements: path, required: true}
   path: {description: The host's smart.json under results, type: path, required: true}
-  label: {description: Which point of the run this is, type: str, required: true}
+  label: {description: What is measured, e.g. the pass, type: str, required: true}
+  point: {description: Before or after it, type: str, choices: [before, after], required: true}
+  name_devices: {description: Name each device in its reading's label (a layout's members), type: bool, default: false}
 author: innomatrix
 """
 
@@ -30,9 +34,11 @@ from ansible.module_utils.innomatrix_host.smart import snapshot, snapshot_delta
 
 # The options as Ansible checks them; DOCUMENTATION describes the same (tests/unit/test_module_docs.py).
 ARGUMENT_SPEC = {
-    "device": {"type": "path", "required": True},
+    "devices": {"type": "list", "elements": "path", "required": True},
     "path": {"type": "path", "required": True},
     "label": {"type": "str", "required": True},
+    "point": {"type": "str", "choices": ["before", "after"], "required": True},
+    "name_devices": {"type": "bool", "default": False},
 }
 
 
@@ -45,24 +51,30 @@ def earlier(path: Path, label: str) -> dict | None:
     return next((r for r in reversed(readings) if r.get("label") == label), None)
 
 
+def reading(path: Path, device: str, label: str, point: str) -> dict:
+    """One device's reading labelled `<label> <point>`; an "after" carries its change since the "before"."""
+    taken = {"label": f"{label} {point}", "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+             "smart": snapshot(device)}
+    if point == "after":
+        before = earlier(path, f"{label} before")
+        if before is not None:
+            taken["delta"] = snapshot_delta(before["smart"], taken["smart"])
+    return taken
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if module.check_mode:
         module.exit_json(changed=True)
     path = Path(p["path"])
-    reading = {"label": p["label"], "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "smart": snapshot(p["device"])}
-    if p["label"].endswith(" after"):
-        before = earlier(path, p["label"][: -len("after")] + "before")
-        if before is not None:
-            reading["delta"] = snapshot_delta(before["smart"], reading["smart"])
+    readings = [reading(path, device, f"{p['label']} {device}" if p["name_devices"] else p["label"], p["point"])
+                for device in p["devices"]]
     try:
-        append_record(path, {"schema": 1, "device": p["device"]}, "readings", reading)
+        append_record(path, {"schema": 1, "device": p["devices"][0]}, "readings", *readings)
     except TrialError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=True, status=reading["smart"].get("status"), reason=reading["smart"].get("reason"),
-                     reading=reading)
+    module.exit_json(changed=True, readings=readings)
 
 
 if __name__ == "__main__":
