@@ -47,16 +47,9 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # the VM host and the inventori
 
 from remote_hosts import play_matrix, project_inventory  # noqa: E402
 from vm_host import Disk, vm_host  # noqa: E402
+from vm_layout_knobs import KNOBS, MEMBER_IOPS  # noqa: E402
 
-MEMBER_IOPS = 300
 SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4")
-KNOBS = {
-    "workloads": ["fileio"], "filesystems": ["xfs"], "variants": ["A"], "bp_sizes": ["64M"], "threads": [2],
-    "warmup": 1, "duration": 4, "report_interval": 1,
-    "fileio_tests": ["table-rndrd"], "fileio_block_sizes": ["16K"], "fileio_table_threads": [16],
-    "fileio_total_size": "64M", "fileio_step_duration": 6,
-    "preflight_state_dir": "/var/lib/innomatrix-vm", "preflight_mountpoint": "/mnt/innomatrix-vm",
-}
 
 
 def inventory_and_knobs(base: Path, host, run_name: str, **knobs) -> tuple[Path, Path]:
