@@ -62,19 +62,23 @@ def reading(path: Path, device: str, label: str, point: str) -> dict:
     return taken
 
 
+def readings(path: Path, devices: list[str], label: str, point: str, name_devices: bool) -> list[dict]:
+    """Each device's reading at `point`, labelled `<label> [<device>] <point>`."""
+    return [reading(path, device, f"{label} {device}" if name_devices else label, point) for device in devices]
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     if module.check_mode:
         module.exit_json(changed=True)
     path = Path(p["path"])
-    readings = [reading(path, device, f"{p['label']} {device}" if p["name_devices"] else p["label"], p["point"])
-                for device in p["devices"]]
+    taken = readings(path, p["devices"], p["label"], p["point"], p["name_devices"])
     try:
-        append_record(path, {"schema": 1, "device": p["devices"][0]}, "readings", *readings)
+        append_record(path, {"schema": 1, "device": p["devices"][0]}, "readings", *taken)
     except TrialError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=True, readings=readings)
+    module.exit_json(changed=True, readings=taken)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ MEMBERS = ["/dev/disk/by-id/im-absent-1", "/dev/disk/by-id/im-absent-2"]
 
 
 def take(path: Path, point: str, label: str = "md-raid0-m2 xfs") -> list[dict]:
-    readings = [smart_module.reading(path, member, f"{label} {member}", point) for member in MEMBERS]
+    """What the module does at a point of a layout's pass: every member read, then appended."""
+    readings = smart_module.readings(path, MEMBERS, label, point, name_devices=True)
     append_record(path, {"schema": 1, "device": MEMBERS[0]}, "readings", *readings)
     return readings
 
@@ -41,9 +42,10 @@ def test_each_member_after_finds_its_own_before(tmp_path: Path) -> None:
     assert [r["label"] for r in after] == [f"md-raid0-m2 xfs {m} after" for m in MEMBERS]
     # paired: a delta is taken (None: two unsupported readings have nothing to subtract)
     assert all("delta" in r and r["delta"] is None for r in after)
-    # an "after" of another pass has no "before" to pair with
-    [lone] = [smart_module.reading(path, MEMBERS[0], "ext4", "after")]
-    assert "delta" not in lone
+    # a plain device's pass is labelled without the device; an "after" of another pass has no
+    # "before" to pair with
+    [lone] = smart_module.readings(path, MEMBERS[:1], "ext4", "after", name_devices=False)
+    assert lone["label"] == "ext4 after" and "delta" not in lone
 
 
 def test_the_readings_of_a_point_are_appended_after_every_earlier_one(tmp_path: Path) -> None:
