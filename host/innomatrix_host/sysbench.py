@@ -76,6 +76,20 @@ _FILEIO_RE = re.compile(
 # means to be; cpu/memory/threads intervals ("thds: 1 eps: ...") do not match.
 _INTERVAL_PREFIX_RE = re.compile(r"\[\s*\S+\s*\]\s+(?:thds:\s*\S+\s+tps:|reads:)")
 
+# --rate (a fixed arrival rate): sysbench prints, after each interval line, the events waiting in
+# its queue in front of the threads and how many threads were busy, e.g.
+# "[ 1s ] queue length: 3783, concurrency: 4".
+_QUEUE_RE = re.compile(
+    rf"\[\s*(?P<t>{_NUM})s\s*\]\s+queue length:\s*(?P<queue_length>\d+),?\s+concurrency:\s*(?P<concurrency>\d+)"
+)
+_QUEUE_PREFIX_RE = re.compile(r"\[\s*\S+\s*\]\s+queue length:")
+# --report-checkpoints: "[ 3s ] Checkpoint report:" and a whole statistics block, after which every
+# counter and the latency histogram start again. Each block ends with the threads' fairness line.
+_CHECKPOINT_RE = re.compile(rf"\[\s*(?P<t>{_NUM})s\s*\]\s+Checkpoint report:")
+_BLOCK_END_RE = re.compile(r"execution time \(avg/stddev\):.*")
+# What sysbench says when arrivals outrun the threads for long enough to fill its queue (--rate).
+QUEUE_FULL = "The event queue is full"
+
 _OLTP_INT_FIELDS = ("threads",)
 _OLTP_FLOAT_FIELDS = ("t", "tps", "qps", "reads_s", "writes_s", "other_s", "err_s", "reconn_s")
 _FILEIO_FLOAT_FIELDS = ("t", "read_mib_s", "write_mib_s", "fsyncs_s")
@@ -194,6 +208,18 @@ def parse_interval(line: str) -> dict[str, Any] | None:
     return interval
 
 
+def parse_queue_line(line: str) -> dict[str, Any] | None:
+    """One --rate queue line as {t, queue_length, concurrency}; None for any other line. A line that
+    starts as one but does not parse raises ValueError, as a malformed interval line does."""
+    text = line.strip()
+    if match := _QUEUE_RE.fullmatch(text):
+        return {"t": _plausible("t", real(match["t"])), "queue_length": count(match["queue_length"]),
+                "concurrency": count(match["concurrency"])}
+    if _QUEUE_PREFIX_RE.search(text):
+        raise ValueError(f"malformed sysbench queue line: {line!r}")
+    return None
+
+
 def _section_of(raw_line: str, current: str | None) -> str | None:
     """Track which summary block ("Latency (ms)", ...) a line belongs to.
 
@@ -274,7 +300,8 @@ def parse_histogram(text: str) -> list[tuple[float, int]] | None:
 
     None when the output has no histogram; an empty list when sysbench printed
     the title but had no events to show. Rows keep sysbench's order, which is
-    ascending. The block ends at a blank line (sysbench closes it with a line
+    ascending (a row below the one before it raises ValueError). With --report-checkpoints the
+    histogram covers the events since the last checkpoint only. The block ends at a blank line (sysbench closes it with a line
     holding one space): any other line inside it, or the end of the text before
     that blank line, raises ValueError naming the line, since a cut or garbled
     histogram would quietly lose its tail, and with it the high percentiles.
@@ -294,9 +321,15 @@ def parse_histogram(text: str) -> list[tuple[float, int]] | None:
         if match is None:
             raise ValueError(f"line {number}: malformed histogram row: {raw_line!r}")
         try:
-            rows.append((real(match["value"]), count(match["count"])))
+            row = (real(match["value"]), count(match["count"]))
         except ValueError as exc:
             raise ValueError(f"line {number}: {exc}: {raw_line!r}") from None
+        # Buckets ascend; two may print as the same value (three decimals are coarser than the
+        # buckets below about 0.1 ms), never a smaller one.
+        if rows and row[0] < rows[-1][0]:
+            raise ValueError(f"line {number}: histogram bucket {row[0]:g} ms after {rows[-1][0]:g} ms: "
+                             f"out of order: {raw_line!r}")
+        rows.append(row)
     if rows is not None:
         raise ValueError(f"line {len(lines)}: the output ends inside the latency histogram (cut short?)")
     return rows
@@ -325,6 +358,23 @@ def histogram_percentile(histogram: list[tuple[float, int]], percentile: float) 
     )
 
 
+def merge_histograms(histograms: list[list[tuple[float, int]]]) -> list[tuple[float, int]]:
+    """Several latency histograms as one, counts added bucket by bucket: the events of every trial
+    (repeats of a configuration, several hosts) as if one run had recorded them all.
+
+    sysbench 1.0.20's buckets are fixed (1024 of them, log-spaced from 0.001 to 100 000 ms) and
+    printed by value, so a value is a bucket wherever it was printed; two neighbouring buckets
+    that print as the same value are added together, as they are one value to every percentile.
+    A percentile of the result (histogram_percentile) is the percentile of all the events to the
+    bucket's resolution (about 1.8 % of the value), which no average of the trials' percentiles is.
+    """
+    merged: dict[float, int] = {}
+    for histogram in histograms:
+        for value, events in histogram:
+            merged[value] = merged.get(value, 0) + events
+    return sorted(merged.items())
+
+
 # Said of a log that ends without sysbench's summary although its driver did not fail.
 INCOMPLETE_LOG = "driver.log ends without sysbench's end-of-run summary (cut short?)"
 
@@ -334,7 +384,10 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
 
     FATAL lines are kept because a server that died mid-run shows up only
     that way (often with no summary at all). histogram is None unless the
-    run had --histogram=on. complete is False when the log has no end-of-run
+    run had --histogram=on. queue holds a --rate run's queue lines
+    (parse_queue_line), checkpoints the times of --report-checkpoints reports:
+    after one, the summary and the histogram are the final ones, which cover
+    the events since the last checkpoint (a checkpoint's own block is skipped). complete is False when the log has no end-of-run
     summary (a killed driver, or a cut log): its caller says which.
 
     breaks lists where the interval times leave their step (interval_breaks), as
@@ -347,16 +400,28 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
     """
     intervals: list[dict[str, Any]] = []
     interval_lines: list[int] = []
+    queue: list[dict[str, Any]] = []
+    checkpoints: list[tuple[int, float]] = []
     fatal: list[str] = []
     percentile = None
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if "FATAL" in line:
             fatal.append(line.strip())
             continue
+        if checkpoint := _CHECKPOINT_RE.fullmatch(line.strip()):
+            checkpoints.append((number, real(checkpoint["t"])))
+            continue
         try:
             interval = parse_interval(line)
+            waiting = parse_queue_line(line) if interval is None else None
         except ValueError as exc:
             raise ValueError(f"line {number}: {exc}") from None
+        if waiting is not None:
+            if queue and waiting["t"] <= queue[-1]["t"]:
+                raise ValueError(f"line {number}: queue line [{waiting['t']:g}s] after [{queue[-1]['t']:g}s]: "
+                                 "repeated or out of order")
+            queue.append(waiting)
         if interval is not None:
             if interval["lat_pct"] is not None:
                 if percentile is not None and interval["lat_pct"] != percentile:
@@ -372,21 +437,48 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
         earlier, later = intervals[index - 1], intervals[index]
         if later["t"] < earlier["t"] or later == earlier:
             raise ValueError(f"line {interval_lines[index]}: {problem}")
-    summary = parse_summary(text)
+    summary = parse_summary("\n".join(lines[_after_checkpoints(lines, checkpoints):]))
+    if "version" not in summary and (version := _VERSION_RE.search(text[:4096])):
+        summary["version"] = version["version"]
     histogram = parse_histogram(text)
-    if histogram is not None and "events" in summary and sum(count for _, count in histogram) != summary["events"]:
-        raise ValueError(f"the latency histogram counts {sum(count for _, count in histogram)} events, "
-                         f"the summary {summary['events']}: one of them is corrupted")
+    header = parse_header(text)
+    if histogram is not None and "events" in summary:
+        _check_histogram_events(sum(count for _, count in histogram), summary["events"],
+                                header["threads"] if checkpoints else 0)
     return {
         "version": summary.get("version"),
-        "header": parse_header(text),
+        "header": header,
         "intervals": intervals,
         "summary": summary,
         "histogram": histogram,
+        "queue": queue,
+        "checkpoints": [t for _, t in checkpoints],
         "fatal": fatal,
         "complete": "latency_sum_ms" in summary,
         "breaks": [f"line {interval_lines[index]}: {problem}" for index, problem in breaks],
     }
+
+
+def _check_histogram_events(in_histogram: int, in_summary: int, in_flight: int | None) -> None:
+    """The histogram and the summary count the same events, or one of them is corrupted. After a
+    checkpoint they may differ by the events in flight when it reset them (one per thread: a
+    thread records an event's latency, then counts it, and the reset can fall in between)."""
+    allowed = in_flight or 0
+    if abs(in_histogram - in_summary) > allowed:
+        more = f" (more than the {allowed} in flight at a checkpoint)" if allowed else ""
+        raise ValueError(f"the latency histogram counts {in_histogram} events, the summary {in_summary}{more}: "
+                         "one of them is corrupted")
+
+
+def _after_checkpoints(lines: list[str], checkpoints: list[tuple[int, float]]) -> int:
+    """Where the end-of-run statistics may start: after the last checkpoint's own block (which
+    ends at its fairness line), or at the top without checkpoints. A log cut inside that block
+    has no end-of-run statistics."""
+    if not checkpoints:
+        return 0
+    last = checkpoints[-1][0]
+    return next((index + 1 for index in range(last, len(lines)) if _BLOCK_END_RE.fullmatch(lines[index].strip())),
+                len(lines))
 
 
 # sysbench's banner says what it was run with: "Number of threads: 4", "Report intermediate
@@ -394,12 +486,14 @@ def parse_output(text: str, check_intervals: bool = True) -> dict[str, Any]:
 # trial's log.
 _HEADER_THREADS_RE = re.compile(r"Number of threads:\s*(\d+)")
 _HEADER_INTERVAL_RE = re.compile(rf"Report intermediate results every ({_NUM}) second\(s\)")
+_HEADER_RATE_RE = re.compile(r"Target transaction rate:\s*(\d+)/sec")
 _HEADER_END = "Threads started!"
 
 
 def parse_header(text: str) -> dict[str, Any]:
-    """What the banner says: `threads` and `report_interval_s`, None where it does not say."""
-    header: dict[str, Any] = {"threads": None, "report_interval_s": None}
+    """What the banner says: `threads`, `report_interval_s` and `rate` (--rate's arrivals a second),
+    None where it does not say."""
+    header: dict[str, Any] = {"threads": None, "report_interval_s": None, "rate": None}
     for line in text.splitlines():
         stripped = line.strip()
         if stripped == _HEADER_END or _INTERVAL_PREFIX_RE.search(stripped):
@@ -408,6 +502,8 @@ def parse_header(text: str) -> dict[str, Any]:
             header["threads"] = count(found[1])
         elif header["report_interval_s"] is None and (found := _HEADER_INTERVAL_RE.fullmatch(stripped)):
             header["report_interval_s"] = real(found[1])
+        elif header["rate"] is None and (found := _HEADER_RATE_RE.fullmatch(stripped)):
+            header["rate"] = count(found[1])
     return header
 
 
@@ -572,6 +668,49 @@ def summarize(
             if is_oltp
             else None
         ),
+    }
+
+
+# A fixed-rate trial sustains its rate when it completes what arrived. sysbench's arrivals are a
+# Poisson process, so the count over a window varies by its square root: a shortfall counts beyond
+# three of those and RATE_SHORTFALL of the expected count (interval lines print rates rounded to
+# two decimals, and the window's edges cut arrivals in half). A queue that ends a trial holding
+# more than QUEUE_INTERVALS report intervals' worth of arrivals is not keeping up either.
+RATE_SHORTFALL = 0.02
+QUEUE_INTERVALS = 1.0
+
+
+def rate_figures(intervals: list[dict[str, Any]], queue: list[dict[str, Any]], fatal: list[str], offered: float,
+                 warmup_s: float, report_interval_s: float) -> dict[str, Any]:
+    """A fixed-rate (--rate) trial's offered and achieved rate over its measured window, its queue,
+    and whether it is `saturated`, with the `reasons` in one line each.
+
+    `achieved_tps` is the measured transactions over the measured time (a count, not a median of
+    intervals: it is held against the arrivals of the same window). A run that sysbench stopped
+    because its event queue filled is saturated whatever was measured before."""
+    measured = _measured(intervals, warmup_s, report_interval_s)
+    first = first_measured_t(warmup_s, report_interval_s)
+    waiting = [entry["queue_length"] for entry in queue if entry["t"] >= first]
+    measured_s = len(measured) * report_interval_s
+    expected = offered * measured_s
+    completed = sum(interval["tps"] for interval in measured) * report_interval_s
+    reasons = []
+    if any(QUEUE_FULL in line for line in fatal):
+        reasons.append(f"sysbench's event queue filled up and it stopped: arrivals at {offered:g}/s outran "
+                       "the threads")
+    if measured and expected - completed > 3 * math.sqrt(expected) + RATE_SHORTFALL * expected:
+        reasons.append(f"completed {completed / measured_s:.1f} of the {offered:g} transactions/s offered "
+                       f"({completed / expected:.0%})")
+    if waiting and waiting[-1] > QUEUE_INTERVALS * offered * report_interval_s:
+        reasons.append(f"the queue ended the trial holding {waiting[-1]} transactions "
+                       f"({waiting[-1] / offered:.1f} s of arrivals)")
+    return {
+        "offered_tps": offered,
+        "achieved_tps": completed / measured_s if measured else None,
+        "queue_length_max": max(waiting, default=None),
+        "queue_length_end": waiting[-1] if waiting else None,
+        "saturated": bool(reasons),
+        "reasons": reasons,
     }
 
 

@@ -17,7 +17,9 @@ from innomatrix_host import sysbench
 from innomatrix.parse.fast_sysbench import _from_output, _in_bulk, parse_output_columns
 from trees import REAL_TINY, Trial, steady, write_trial
 
-FILEIO = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "sysbench" / "fileio").glob("*.txt"))
+SYSBENCH_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
+FILEIO = sorted((SYSBENCH_FIXTURES / "fileio").glob("*.txt"))
+OLTP_AT_A_RATE = sorted((SYSBENCH_FIXTURES / "oltp").glob("*.txt"))
 REAL = REAL_TINY / "localhost/xfs/oltp/A/bp-64M/t2/r1/driver.log"
 
 BANNER = """\
@@ -117,7 +119,7 @@ def test_sysbench_output_is_read_in_bulk_with_the_same_result(text):
     assert_same(bulk, straightforward(text))
 
 
-@pytest.mark.parametrize("path", [REAL, *FILEIO], ids=lambda path: path.name)
+@pytest.mark.parametrize("path", [REAL, *FILEIO, *OLTP_AT_A_RATE], ids=lambda path: path.name)
 def test_real_logs_are_read_in_bulk_with_the_same_result(path):
     text = path.read_text()
     bulk = _in_bulk(text)
