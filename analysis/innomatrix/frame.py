@@ -48,8 +48,8 @@ from innomatrix import bounds, layout, record, tree
 from innomatrix_host import flags as host_flags
 from innomatrix_host import mycnf, settings
 from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
-from innomatrix.parse.fast_sysbench import parse_output_columns
-from innomatrix_host import tpcc
+from innomatrix.parse.fast_sysbench import DriverOutput, parse_output_columns
+from innomatrix_host import sysbench, tpcc
 from innomatrix_host.measured import EPSILON_S, first_measured_t
 
 STATUS_COUNTERS = (
@@ -86,6 +86,9 @@ class Frame:
     run_dir: Path
     trials: pd.DataFrame
     intervals: pd.DataFrame
+    # A fixed-rate trial's latency histogram of its measured events (sysbench --histogram=on after
+    # a checkpoint at the warmup), by trial: merged per configuration, never averaged.
+    histograms: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -112,6 +115,7 @@ class TrialData:
     """What one trial directory holds, before it joins the frame."""
 
     meta: dict[str, Any]
+    histogram: list[tuple[float, int]] | None = None
     t: list[np.ndarray] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     values: list[np.ndarray] = field(default_factory=list)
@@ -192,7 +196,8 @@ def assemble(run: Path, loaded: list[TrialData]) -> Frame:
         "measured": measured_column,
     }, copy=False)
     trials = pd.DataFrame([trial.meta for trial in loaded]).set_index("trial")
-    return Frame(run_dir=run, trials=trials, intervals=intervals)
+    histograms = {trial.meta["trial"]: trial.histogram for trial in loaded if trial.histogram is not None}
+    return Frame(run_dir=run, trials=trials, intervals=intervals, histograms=histograms)
 
 
 def _refuse_copies(run: Path, loaded: list[TrialData]) -> None:
@@ -363,6 +368,9 @@ def _driver(path: Path, text: str, data: TrialData, notes: list[str]) -> None:
     meta["driver_ignored_errors"] = summary.get("ignored_errors")
     meta["driver_reconnects"] = summary.get("reconnects")
     _banner_agrees(path, output.header, meta)
+    if meta["rate"]:
+        _saturation(output, meta)
+        data.histogram = output.histogram
     if not output.kinds:
         notes.append("driver: no interval lines")
         return
@@ -398,6 +406,17 @@ def _driver(path: Path, text: str, data: TrialData, notes: list[str]) -> None:
         data.add(t, f"driver.{name}", values)
 
 
+def _saturation(output: DriverOutput, meta: dict[str, Any]) -> None:
+    """A fixed-rate trial that fell behind its arrivals is marked, by the rule the host flags it with."""
+    oltp = output.kinds == ["oltp"]
+    intervals = [{"t": t, "tps": tps} for t, tps in zip(output.columns["t"].tolist(), output.columns["tps"].tolist())] \
+        if oltp else []
+    figures = sysbench.rate_figures(intervals, output.queue, output.fatal, meta["rate"], meta["warmup_s"],
+                                    meta["report_interval_s"] or record.INTERVAL_S[0])
+    if found := host_flags.saturated(figures):
+        meta["marks"].append(found["text"])
+
+
 def _agree(path: Path, what: str, found: float | None, told: list[tuple[str, float | None]]) -> None:
     """What the driver's log shows (`found`) against what the record says of it; None is not said."""
     if found is None:
@@ -411,6 +430,7 @@ def _agree(path: Path, what: str, found: float | None, told: list[tuple[str, flo
 def _banner_agrees(path: Path, header: dict[str, Any], meta: dict[str, Any]) -> None:
     """sysbench's banner ran the trial's threads at its report interval."""
     _agree(path, "threads (its banner)", header.get("threads"), [("the trial's cell", meta["threads"])])
+    _agree(path, "rate (its banner)", header.get("rate"), [("the trial's cell", meta["rate"])])
     _agree(path, "report interval (its banner)", header.get("report_interval_s"),
            [("trial.json", meta["report_interval_s"])])
     if meta["report_interval_s"] is None and header.get("report_interval_s"):

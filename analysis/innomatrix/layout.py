@@ -35,7 +35,7 @@ PLAIN = "plain"
 # The plain device has no layout directory: a `plain-m<N>/` is no trial's.
 _TRIAL_DIR = re.compile(
     r"^(?P<host>[^/]+)/(?:(?!plain-m)(?P<layout>[a-z0-9]+(?:-[a-z0-9]+)*)-m(?P<members>[1-9]\d{0,3})/)?(?P<filesystem>[^/]+)/(?P<workload>[^/]+)/(?P<group>[^/]+)"
-    r"/(?P<kind>bp|bs)-(?P<size>[^/]+)/t(?P<threads>\d+)/r(?P<repeat>\d+)$"
+    r"/(?P<kind>bp|bs)-(?P<size>[^/]+)/t(?P<threads>\d+)(?:-rate(?P<rate>[1-9]\d{0,6}))?/r(?P<repeat>\d+)$"
 )
 
 
@@ -49,9 +49,10 @@ def storage_dir(layout: str, members: int) -> list[str]:
 
 
 def cell_path(cell: dict[str, Any]) -> str:
-    """<host>/[<layout>-m<N>/]<fs>/<workload>/… for a cell with host, layout, members,
-    filesystem, workload, threads, repeat and either variant and bp_size (a server cell) or
-    subtest and block_size (a fileio cell)."""
+    """<host>/[<layout>-m<N>/]<fs>/<workload>/…/t<threads>[-rate<R>]/r<repeat> for a cell with
+    host, layout, members, filesystem, workload, threads, repeat, either variant and bp_size (a
+    server cell) or subtest and block_size (a fileio cell), and a fixed-rate cell's rate (sysbench
+    --rate; none or 0: closed-loop)."""
     if cell["workload"] == FILEIO:
         group, size = cell["subtest"], f"bs-{cell['block_size']}"
     else:
@@ -61,7 +62,9 @@ def cell_path(cell: dict[str, Any]) -> str:
     for part in parts:
         if not part or "/" in part or part in {".", ".."}:
             raise LayoutError(f"{part!r} cannot name a directory of a results tree")
-    path = "/".join([*parts, f"t{int(cell['threads'])}", f"r{int(cell['repeat'])}"])
+    rate = int(cell.get("rate") or 0)
+    load = f"t{int(cell['threads'])}" + (f"-rate{rate}" if rate else "")
+    path = "/".join([*parts, load, f"r{int(cell['repeat'])}"])
     if not _TRIAL_DIR.match(path):
         raise LayoutError(f"{path}: not the shape of a trial directory")
     return path
@@ -91,5 +94,6 @@ def parse(relative: str) -> dict[str, Any] | None:
         "subtest": match["group"] if fileio else NOT_APPLICABLE,
         "block_size": match["size"] if fileio else NOT_APPLICABLE,
         "threads": int(match["threads"]),
+        "rate": int(match["rate"] or 0),
         "repeat": int(match["repeat"]),
     }

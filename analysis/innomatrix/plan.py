@@ -67,6 +67,7 @@ KNOBS: dict[str, Knob] = {
     "bp_sizes": Knob("list", ["4G"], elements="str", required=True),
     "workloads": Knob("list", ["oltp"], elements="str", required=True),
     "threads": Knob("list", [32], elements="int", required=True),
+    "rates": Knob("list", [], elements="int"),
     "repeats": Knob("int", 1),
     "cell_order": Knob("str", "interleaved", choices=ORDERS),
     "cell_order_seed": Knob("int", 0),
@@ -373,9 +374,13 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     threads = distinct("threads", thread_list, [positive_int("threads", t) for t in thread_list])
     if not threads:
         raise PlanError("threads is empty; give at least one thread count, e.g. threads=4,16")
+    rates = _rates(knobs, workloads)
     flavor = str(value(knobs, "mysql_flavor"))
     choose("mysql_flavor", [flavor], mycnf.FLAVORS)
     auto = _auto(knobs, workloads)
+    if rates and auto:
+        raise PlanError("rates: fixed-rate trials need a fixed warmup and duration (their latency histogram starts "
+                        "at the end of the warmup); give warmup and duration in seconds")
     warmup = non_negative_int("warmup_max" if auto and auto["warmup"] else "warmup",
                                 value(knobs, "warmup_max") if auto and auto["warmup"] else value(knobs, "warmup"))
     duration = positive_int("duration_max" if auto and auto["duration"] else "duration",
@@ -413,6 +418,7 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "variants": variants,
         "bp_sizes": bp_sizes,
         "threads": threads,
+        "rates": rates,
         "repeats": positive_int("repeats", value(knobs, "repeats")),
         "cell_order": choose("cell_order", [str(value(knobs, "cell_order"))], ORDERS)[0],
         "cell_order_seed": non_negative_int("cell_order_seed", value(knobs, "cell_order_seed")),
@@ -435,6 +441,25 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 AUTO = "auto"
+# A cell's `rate` when its driver runs closed-loop (as fast as its threads go): sysbench's --rate=0.
+CLOSED_LOOP = 0
+# The most a cell may offer (its directory name has room for 7 digits): 10× the fastest servers.
+MAX_RATE = 9_999_999
+
+
+def _rates(knobs: dict[str, Any], workloads: list[str]) -> list[int]:
+    """rates: the fixed arrival rates (transactions a second, sysbench --rate) each OLTP
+    configuration also runs at, beside its closed-loop cell; none by default."""
+    texts = as_list("rates", value(knobs, "rates"))
+    if any(text.strip().lower() == AUTO for text in texts):
+        raise PlanError("rates=auto (the search for the capacity at a latency SLA) is not built yet; "
+                        "give the rates to run, e.g. rates=200,400")
+    rates = distinct("rates", texts, [positive_int("rates", text) for text in texts])
+    if any(rate > MAX_RATE for rate in rates):
+        raise PlanError(f"rates: {max(rates)} transactions a second is beyond any server; give at most {MAX_RATE}")
+    if rates and "oltp" not in workloads:
+        raise PlanError("rates: fixed-rate trials run sysbench OLTP; add oltp to workloads or leave rates empty")
+    return rates
 # Adaptive warmup and duration watch the OLTP and tpcc drivers' intervals; fileio's timed sub-tests keep fixed times.
 AUTO_WORKLOADS = ("oltp", "tpcc")
 
@@ -560,7 +585,7 @@ def _driver_identity(spec: dict[str, Any], ctx: Context, workload: str) -> list[
     return [ctx.driver_version, spec["oltp"]["rand_type"], spec["oltp"]["percentile"]]
 
 
-def _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, repeat) -> dict[str, Any]:
+def _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, rate, repeat) -> dict[str, Any]:
     label = size_label(bp)
     inputs = {
         "schema": SCHEMA,
@@ -578,6 +603,8 @@ def _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, repeat) 
     }
     if spec["auto"]:  # a fixed-time cell keeps the key it always had
         inputs["auto"] = spec["auto"]
+    if rate != CLOSED_LOOP:  # and so does a closed-loop one
+        inputs["rate"] = rate
     return _placed({
         "key": digest(inputs),
         "host": ctx.host,
@@ -589,6 +616,7 @@ def _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, repeat) 
         "bp_size": label,
         "bp_bytes": bp,
         "threads": threads,
+        "rate": rate,
         "repeat": repeat,
         "warmup": spec["warmup"],
         "duration": spec["duration"],
@@ -626,6 +654,7 @@ def _fileio_cell(spec, ctx, storage_fields, fs, dataset, test, block_bytes, thre
         "bp_bytes": None,
         "block_size": label,
         "threads": threads,
+        "rate": CLOSED_LOOP,
         "repeat": repeat,
         **timing,
         "fileio": options,
@@ -650,10 +679,12 @@ def _workload_cells(spec, ctx, storage, fs, dataset) -> list[dict[str, Any]]:
             for repeat in repeats
         ]
     return [
-        _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, repeat)
+        _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, rate, repeat)
         for variant in spec["variants"]
         for bp in spec["bp_sizes"]
         for threads in spec["threads"]
+        # A closed-loop cell and its fixed-rate cells side by side (OLTP only).
+        for rate in [CLOSED_LOOP, *(spec["rates"] if dataset["workload"] == "oltp" else [])]
         for repeat in repeats
     ]
 

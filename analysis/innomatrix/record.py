@@ -35,6 +35,8 @@ STATUSES = ("ok", "failed", "invalid")
 MONTH_S = 31 * 86400.0
 INTERVAL_S = (1.0, 3600.0)
 THREADS = (1, 100_000)
+# sysbench --rate: 0 is closed-loop; the most a cell may offer is as absurd as PLAUSIBLE allows tps.
+RATES = (0, 10_000_000)
 # trial.json keeps times to the millisecond; the warmup is a float of seconds.
 _TIME_SLACK_S = 0.002
 _REPORT_INTERVAL = re.compile(r"--report-interval[= ](\d+(?:\.\d+)?)")
@@ -228,7 +230,7 @@ def _cell(fields: Fields, where: dict[str, Any], trial_id: str) -> dict[str, Any
     fileio = where["workload"] == layout.FILEIO
     said: dict[str, Any] = {name: fields.text(f"cell.{name}") for name in _TEXT_DIMENSIONS}
     said.update(threads=fields.integer("cell.threads", *THREADS), repeat=fields.integer("cell.repeat", 1, 1_000_000),
-                members=fields.integer("cell.members", 1, 9999))
+                members=fields.integer("cell.members", 1, 9999), rate=fields.integer("cell.rate", 0, RATES[1]))
     if fileio and said["subtest"] is None and said["variant"] not in (None, NOT_APPLICABLE):
         said["subtest"], said["variant"] = said["variant"], None
     differ = [f"{name} {value!r} (its directory says {where[name]!r})" for name, value in said.items()
@@ -284,7 +286,7 @@ def _adaptive(fields: Fields, warmup: float, measured: float | None) -> dict[str
 
 def command_options(command: str) -> dict[str, float]:
     """What the driver's recorded command says of the trial: `threads`, `report_interval`,
-    `time` (the whole run, warmup included) and `percentile` where it gives them. sysbench
+    `time` (the whole run, warmup included), `percentile` and `rate` where it gives them. sysbench
     takes `--threads=N`, …; tpcc_start `-c N` (connections), `-i N`, `-r N` + `-l N`."""
     try:
         words = shlex.split(command)
@@ -292,7 +294,7 @@ def command_options(command: str) -> dict[str, float]:
         words = command.split()
     found: dict[str, float] = {}
     long_names = {"--threads": "threads", "--report-interval": "report_interval", "--time": "time",
-                  "--percentile": "percentile"}
+                  "--percentile": "percentile", "--rate": "rate"}
     short_names = {"-c": "threads", "-i": "report_interval", "-l": "time"}
     tpcc = bool(words) and Path(words[0]).name == "tpcc_start"
     for index, word in enumerate(words):
@@ -320,7 +322,8 @@ def _agrees_with_command(fields: Fields, command: str | None, cell: dict[str, An
     options = command_options(command)
     planned = decided["planned_s"] if decided["warmup_decided_by"] != "fixed" else (
         warmup + measured if measured is not None else None)
-    told = {"threads": cell["threads"], "report_interval": interval, "time": planned}
+    told = {"threads": cell["threads"], "report_interval": interval, "time": planned, "rate": cell["rate"]}
+    options.setdefault("rate", 0.0)  # a closed-loop sysbench, or tpcc_start, which has no rate
     differ = [f"{name} {options[name]:g} (trial.json: {value:g})" for name, value in told.items()
               if name in options and value is not None and not math.isnan(value) and abs(options[name] - value) > 1e-6]
     if differ:

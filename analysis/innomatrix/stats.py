@@ -312,7 +312,7 @@ CELL_METRICS = (
     "status.Innodb_data_written", "status.Innodb_os_log_written",
 )
 DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
-              "threads", "repeat")
+              "threads", "rate", "repeat")
 
 
 def cells(frame: Frame, th: Thresholds = DEFAULTS) -> pd.DataFrame:
@@ -483,7 +483,16 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds, stalled: list[bo
 
 # --- comparing two runs, or the hosts of one run -----------------------------------------------
 
-MATCH = ("layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads")
+MATCH = ("layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "rate")
+
+
+def name_part(key: str, value: Any) -> str | None:
+    """How one dimension reads in a configuration's name (xfs/oltp/A/64M/2/rate400); None leaves it
+    out: a dimension that does not apply to the cell, or a closed-loop cell's rate (names from
+    before rates existed stay as they were)."""
+    if str(value) == NOT_APPLICABLE or (key == "rate" and not value):
+        return None
+    return f"rate{value}" if key == "rate" else str(value)
 # What a comparison says of each configuration, after the columns that name it.
 COMPARED = ("a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
             "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")

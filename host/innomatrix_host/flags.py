@@ -43,6 +43,16 @@ def stalls(stalled: list[bool], interval_s: float) -> dict[str, Any] | None:
                  intervals=count, episodes=len(runs), longest_s=longest_s)
 
 
+def saturated(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A fixed-rate trial that fell behind its arrivals (sysbench.rate_figures says why): its
+    latency grows with its length and its throughput is what the server could do, not the rate."""
+    if not figures or not figures.get("saturated"):
+        return None
+    return _flag("saturated", "saturated", f"saturated at {figures['offered_tps']:g}/s: {'; '.join(figures['reasons'])}",
+                 offered_tps=figures["offered_tps"], achieved_tps=figures["achieved_tps"],
+                 queue_length_end=figures["queue_length_end"], reasons=list(figures["reasons"]))
+
+
 def resources(workload: str, device_reads_s: float | None, idle_pct: float | None, iowait_pct: float | None,
               reads_floor: float = READS_PER_S, cpu_floor: float = CPU_FLOOR_PCT) -> list[dict[str, Any]]:
     """What the measured window's means say the trial was bound by, if not the device.
@@ -90,6 +100,7 @@ def of_trial(directory: Path, trial: Mapping[str, Any], stalled: list[bool] | No
     What cannot be read raises no flag here; the report reads it again. In the report's order."""
     found = []
     durations, workload = trial["durations"], trial["cell"]["workload"]
+    found += [flag for flag in [saturated(trial.get("rate"))] if flag]
     if stalled is not None and (trial.get("summary") or {}).get("intervals_measured"):
         found += [stall for stall in [stalls(stalled, durations["report_interval_s"])] if stall]
     started = (trial.get("times") or {}).get("started")

@@ -59,12 +59,13 @@ from ansible.module_utils.innomatrix_host.runtime import (
 from ansible.module_utils.innomatrix_host.smart import snapshot, snapshot_delta
 from ansible.module_utils.innomatrix_host.steady import Rules, Watcher
 from ansible.module_utils.innomatrix_host.sysbench import (
-    INCOMPLETE_LOG, measured_stalls, parse_interval, parse_output, summarize, summarize_fileio,
+    INCOMPLETE_LOG, QUEUE_FULL, measured_stalls, parse_interval, parse_output, rate_figures, summarize,
+    summarize_fileio,
 )
 
 # What trial.json says about the cell: a server cell has a variant and a buffer pool, a fileio
 # cell a sub-test and a block size (see innomatrix.layout), and null for a variant and buffer pool.
-CELL_FIELDS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
+CELL_FIELDS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "rate", "repeat")
 # A driver still running this long after its --time has hung; it is stopped and the cell fails.
 DRIVER_GRACE_S = 120
 # What stops a trial from outside: Ctrl-C (the whole process group), Ansible's SIGTERM, a hang-up.
@@ -92,7 +93,28 @@ def timed(cell: dict) -> list[str]:
 
 def driver_extra(cell: dict) -> list[str]:
     oltp = cell["oltp"]
-    return [f"--rand-type={oltp['rand_type']}", f"--percentile={oltp['percentile']}", *timed(cell), "run"]
+    return [f"--rand-type={oltp['rand_type']}", f"--percentile={oltp['percentile']}", *at_a_rate(cell), *timed(cell),
+            "run"]
+
+
+def at_a_rate(cell: dict) -> list[str]:
+    """A fixed-rate cell's arrivals (sysbench --rate), and its latency histogram, which a checkpoint
+    at the end of the warmup resets so that it holds the measured events only (sysbench.parse_output
+    reads the final one)."""
+    rate = cell.get("rate") or 0
+    if not rate:
+        return []
+    checkpoint = [f"--report-checkpoints={cell['warmup']}"] if cell["warmup"] else []
+    return [f"--rate={rate}", "--histogram=on", *checkpoint]
+
+
+def queue_filled(log: Path) -> bool:
+    """sysbench stopped a fixed-rate run because its event queue was full: a saturated trial, not a
+    failed one (it exits 1 after that FATAL line)."""
+    try:
+        return any(QUEUE_FULL in line for line in log.read_text(errors="replace").splitlines() if "FATAL" in line)
+    except OSError:
+        return False
 
 
 # The sync sweep wants p95 and p99: sysbench prints one percentile per interval, so the run asks
@@ -111,7 +133,7 @@ def wait_for_driver(driver: subprocess.Popen, cell: dict, tmp: Path, trial: dict
     trial["times"]["ended"] = iso(utcnow())
     if code < 0:
         raise TrialError(f"{name} was killed by signal {-code}: {tail(tmp / 'driver.log', 2)}")
-    if code != 0:
+    if code != 0 and not (cell.get("rate") and queue_filled(tmp / "driver.log")):
         raise TrialError(f"{name} exited {code}: {tail(tmp / 'driver.log', 2)}")
 
 
@@ -347,12 +369,20 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> Measured | None:
         return None
     trial["summary"] = summary
     trial["driver_summary"] = parsed["summary"]
+    if cell.get("rate"):
+        trial["rate"] = rate_figures(parsed["intervals"], parsed["queue"], parsed["fatal"], cell["rate"],
+                                     trial["durations"]["warmup_s"], cell["report_interval"])
+        # The measured events' latencies (the checkpoint at the warmup reset them): the report merges
+        # the histograms of a configuration's repeats; percentiles are never averaged.
+        trial["latency_histogram"] = parsed["histogram"]
     if parsed.get("fatal"):
         trial["reasons"].extend(parsed["fatal"][:3])
     if trial["status"] == "ok" and not summary.get("intervals_measured"):
         trial["status"] = "failed"
         trial["reasons"].append("no interval was measured after the warmup")
-    if trial["status"] == "ok" and not parsed["complete"] and not stopped_by_suite(trial):
+    # A fixed-rate run that sysbench stopped on its full queue ends without a summary, and says why.
+    if trial["status"] == "ok" and not parsed["complete"] and not stopped_by_suite(trial) \
+            and not (cell.get("rate") and any(QUEUE_FULL in line for line in parsed["fatal"])):
         trial["status"] = "invalid"
         trial["reasons"].append(INCOMPLETE_LOG)
     if trial["status"] == "ok" and parsed["breaks"]:

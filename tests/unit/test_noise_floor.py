@@ -187,7 +187,7 @@ def test_a_large_effect_between_two_runs_is_found_with_its_drift_and_the_right_s
 def test_a_floor_judges_only_the_workload_and_server_it_was_measured_with():
     def one_trial(workload: str, server: str, level: float) -> pd.DataFrame:
         return pd.DataFrame([{"host": "db1", "layout": "plain", "members": 1, "filesystem": "xfs", "workload": workload,
-                              "variant": "A", "bp_size": "64M", "subtest": "-", "block_size": "-", "threads": 2, "status": "ok",
+                              "variant": "A", "bp_size": "64M", "subtest": "-", "block_size": "-", "threads": 2, "rate": 0, "status": "ok",
                               "throughput_median": level, "trial": f"{workload}-{server}-{level}", "flags": "",
                               "unit": "tps", "server": server, "bp_bytes": 64 << 20, "block_bytes": -1}])
 

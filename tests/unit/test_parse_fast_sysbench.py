@@ -79,7 +79,7 @@ def straightforward(text: str):
 
 
 def assert_same(got, expected) -> None:
-    assert (got.kinds, got.summary, got.fatal) == (expected.kinds, expected.summary, expected.fatal)
+    assert (got.kinds, got.summary, got.fatal, got.queue) == (expected.kinds, expected.summary, expected.fatal, expected.queue)
     assert list(got.columns) == list(expected.columns)
     for name in got.columns:
         np.testing.assert_array_equal(got.columns[name], expected.columns[name], err_msg=name)

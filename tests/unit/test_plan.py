@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from innomatrix import plan
+from innomatrix import layout, plan
 from innomatrix.plan import KnobError
 from innomatrix.plan import PlanError
 
@@ -119,6 +119,7 @@ def test_normalise_gives_the_canonical_form() -> None:
         "variants": ["C", "A"],
         "bp_sizes": [G, 64 * M, 1536 * M],
         "threads": [16, 4],
+        "rates": [],
         "repeats": 2,
         "cell_order": "interleaved",
         "cell_order_seed": 0,
@@ -404,6 +405,7 @@ def test_a_cell_in_full() -> None:
         "bp_size": "64M",
         "bp_bytes": 64 * M,
         "threads": 8,
+        "rate": 0,
         "repeat": 2,
         "warmup": 5,
         "duration": 30,
@@ -784,3 +786,37 @@ def test_tpcc_times_must_be_whole_intervals() -> None:
     with pytest.raises(PlanError, match="tpcc: warmup=15 and duration=30 must be whole multiples of report_interval=10"):
         plan.expand(tpcc_knobs(warmup=15, duration=30, report_interval=10), CTX, {})
     assert plan.expand(tpcc_knobs(warmup=20, duration=30, report_interval=10), CTX, {})["counts"]["cells"] == 4
+
+
+def test_fixed_rate_cells_sit_beside_their_closed_loop_cell() -> None:
+    without = plan.expand(knobs(filesystems="xfs", variants="A"), CTX, {})
+    the_plan = plan.expand(knobs(filesystems="xfs", variants="A", rates=[400, 200], repeats=2), CTX, {})
+    assert [c["id"] for c in the_plan["cells"]] == [
+        "xfs/oltp/A/bp-64M/t4/r1", "xfs/oltp/A/bp-64M/t4-rate400/r1", "xfs/oltp/A/bp-64M/t4-rate200/r1",
+        "xfs/oltp/A/bp-64M/t4/r2", "xfs/oltp/A/bp-64M/t4-rate400/r2", "xfs/oltp/A/bp-64M/t4-rate200/r2",
+    ]
+    assert [c["rate"] for c in the_plan["cells"][:3]] == [0, 400, 200]
+    assert len({c["key"] for c in the_plan["cells"]}) == 6
+    # A closed-loop cell keeps the key it had before rates existed: finished results stay finished.
+    assert the_plan["cells"][0]["key"] == without["cells"][0]["key"]
+    assert layout.parse(the_plan["cells"][1]["path"])["rate"] == 400
+    assert layout.parse(the_plan["cells"][0]["path"])["rate"] == 0
+
+
+def test_rates_apply_to_oltp_cells_only() -> None:
+    the_plan = plan.expand(tpcc_knobs(workloads=["oltp", "tpcc"], rates=[300]), CTX, {})
+    assert sorted({(c["workload"], c["rate"]) for c in the_plan["cells"]}) == [("oltp", 0), ("oltp", 300), ("tpcc", 0)]
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"rates": "auto"}, "rates=auto (the search for the capacity at a latency SLA) is not built yet; "
+                        "give the rates to run, e.g. rates=200,400"),
+    ({"rates": [200], "warmup": "auto"}, "rates: fixed-rate trials need a fixed warmup and duration"),
+    ({"rates": [200], "workloads": ["fileio"]}, "rates: fixed-rate trials run sysbench OLTP; add oltp to workloads"),
+    ({"rates": [10_000_000]}, "rates: 10000000 transactions a second is beyond any server; give at most 9999999"),
+    ({"rates": [200, 200]}, "rates"),
+    ({"rates": [0]}, "rates"),
+])
+def test_bad_rates_are_refused_in_one_line(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises((PlanError, KnobError), match=f"^{re.escape(message)}"):
+        plan.expand(knobs(**changes), CTX, {})

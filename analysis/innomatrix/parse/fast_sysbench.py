@@ -47,7 +47,8 @@ class DriverOutput:
     intervals (`t`, `threads`, `tps`, ..., `lat_pct`, `lat_ms`), NaN where a line has no value;
     empty if the log has no intervals or mixes kinds. `complete`: the log has sysbench's
     end-of-run summary. `breaks`: where the interval times leave their step (parse_output).
-    `header`: what sysbench's banner says it ran with (parse_output).
+    `header`: what sysbench's banner says it ran with (parse_output). `queue`: a fixed-rate run's
+    queue lines, and `histogram` its --histogram=on latency histogram (parse_output).
     """
 
     kinds: list[str]
@@ -57,6 +58,8 @@ class DriverOutput:
     fatal: list[str]
     complete: bool
     breaks: list[str]
+    queue: list[dict[str, Any]]
+    histogram: list[tuple[float, int]] | None
 
 
 def parse_output_columns(text: str) -> DriverOutput:
@@ -73,7 +76,8 @@ def _from_output(parsed: dict[str, Any]) -> DriverOutput:
         columns = {name: np.array([np.nan if interval[name] is None else interval[name] for interval in intervals],
                                   dtype=np.float64) for name in _FIELDS[kinds[0]]}
     return DriverOutput(kinds=kinds, columns=columns, header=parsed["header"], summary=parsed["summary"],
-                        fatal=parsed["fatal"], complete=parsed["complete"], breaks=parsed["breaks"])
+                        fatal=parsed["fatal"], complete=parsed["complete"], breaks=parsed["breaks"],
+                        queue=parsed["queue"], histogram=parsed["histogram"])
 
 
 def _in_bulk(text: str) -> DriverOutput | None:
@@ -114,7 +118,8 @@ def _in_bulk(text: str) -> DriverOutput | None:
                                            for name, values in columns.items()):
         return None
     return DriverOutput(kinds=kinds, columns=columns, header=rest["header"], summary=rest["summary"],
-                        fatal=rest["fatal"], complete=rest["complete"], breaks=[])
+                        fatal=rest["fatal"], complete=rest["complete"], breaks=[], queue=rest["queue"],
+                        histogram=rest["histogram"])
 
 
 def _numbers(rows: pa.Array, kind: str) -> dict[str, np.ndarray] | None:

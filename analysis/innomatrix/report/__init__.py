@@ -33,7 +33,8 @@ from innomatrix.report import html, plots, tables
 from innomatrix.report import noise_floors
 
 Say = Callable[[str], None]
-INTERVAL_DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "repeat")
+INTERVAL_DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads", "rate",
+                       "repeat")
 
 
 class ReportError(ValueError):
@@ -73,7 +74,9 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     frame = load(run, say)
     if say:
         say(f"{run.name}: statistics for {len(frame.trials)} trials ({len(frame.intervals):,} interval rows)")
-    cells = stats.cells(frame, thresholds)
+    every_cell = stats.cells(frame, thresholds)
+    # Throughput tables, verdicts and floors are about closed-loop cells; fixed-rate ones have theirs.
+    cells = tables.closed_loop(every_cell)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
     by_fs = _within(cells, "filesystem", thresholds, host_floors)
     by_layout = _within(cells, "layout", thresholds, host_floors)
@@ -81,28 +84,29 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     built = [t for t in (tables.layout_by_members(cells), by_members.table if by_members else None,
                          by_layout.table if by_layout else None,
                          tables.variant_by_bp(cells), tables.fs_by_bp(cells), by_fs.table if by_fs else None,
+                         tables.fixed_rate(every_cell, frame.histograms),
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]
     steady = tables.steady_table(cells)
-    per_trial = tables.cells_table(cells)
+    per_trial = tables.cells_table(every_cell)
     # Host vs host only where there are hosts to compare; a one-host run's report is as it was.
     by_host = _host_tables(run, cells, thresholds, host_floors) if len(_hosts(cells)) >= 2 else None
     if say:
         say(f"{run.name}: drawing figures")
     figures = plots.report_plots(frame, cells, built)
     out.mkdir(parents=True, exist_ok=True)
-    written = Written(out_dir=out, html=out / "report.html", cells=cells)
-    written.files += _write_frames(frame, cells, out)
+    written = Written(out_dir=out, html=out / "report.html", cells=every_cell)
+    written.files += _write_frames(frame, every_cell, out)
     for table in [*built, *(by_host.both if by_host else ()), steady, per_trial]:
         written.files += table.write(out / "tables")
     written.files += _write_plots(figures, out / "plots")
     notes = {str(trial): str(note) for trial, note in frame.trials["notes"].items()}
-    written.html.write_text(html.report_document(run.name, run, cells, built, steady, per_trial, figures, notes,
+    written.html.write_text(html.report_document(run.name, run, every_cell, built, steady, per_trial, figures, notes,
                                                  thresholds.describe(), by_host.both if by_host else None))
     written.files.append(written.html)
-    flagged = int(cells["flagged"].sum())
-    written.lines = [f"{len(cells)} trial{'' if len(cells) == 1 else 's'}, {flagged} flagged"]
+    flagged = int(every_cell["flagged"].sum())
+    written.lines = [f"{len(every_cell)} trial{'' if len(every_cell) == 1 else 's'}, {flagged} flagged"]
     floor = stats.noise_floor(cells, confidence=thresholds.confidence)
     if floor.configurations or host_floors:
         written.lines.append(tables.noise_note(floor, host_floors.values()))
@@ -124,7 +128,8 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     a, b = Path(run_a), Path(run_b)
     out = Path(out_dir) if out_dir is not None else a / f"compare-{b.name}"
     frame_a, frame_b = load(a, say), load(b, say)
-    cells_a, cells_b = stats.cells(frame_a, thresholds), stats.cells(frame_b, thresholds)
+    # Between runs, closed-loop throughput as everywhere: a fixed-rate cell's throughput is its offered rate.
+    cells_a, cells_b = (tables.closed_loop(stats.cells(frame, thresholds)) for frame in (frame_a, frame_b))
     floors_a, floors_b = noise_floors.floors_for(a, _hosts(cells_a)), noise_floors.floors_for(b, _hosts(cells_b))
     comparison = stats.compare(cells_a, cells_b, thresholds, floors_a, floors_b, across_runs=True)
     floor = stats.noise_floor(cells_a, cells_b, confidence=thresholds.confidence)
@@ -239,8 +244,9 @@ class Within:
             if row["verdict"] in (stats.DIFFERS, stats.SAME):
                 # The plain device needs no naming; a layout is named with its member count (m2).
                 plain = self.by != "layout" and row.get("layout", layout.PLAIN) == layout.PLAIN
-                name = "/".join(f"m{row[key]}" if key == "members" else str(row[key]) for key in keys
-                                if str(row[key]) != layout.NOT_APPLICABLE and not (plain and key in ("layout", "members")))
+                name = "/".join(f"m{row[key]}" if key == "members" else part for key in keys
+                                if (part := stats.name_part(key, row[key])) is not None
+                                and not (plain and key in ("layout", "members")))
                 a, b = (("m" if self.by == "members" else "") + str(row[f"{self.by}_{side}"]) for side in "ab")
                 lines.append(f"verdict: {a} / {b}, {name}: "
                              + tables.ratio_text(row["ratio"], row["ci_low"], row["ci_high"], row["verdict"]))

@@ -193,7 +193,7 @@ def configurations(cells: pd.DataFrame, floor: stats.HostFloor) -> list[str]:
     """The configurations (filesystem/workload/variant/bp_size/threads) a floor pools."""
     ok = cells[(cells["host"].astype(str) == floor.host) & (cells["workload"] == floor.workload)
                & (cells["server"] == floor.server) & (cells["status"] == "ok") & (cells["layout"] == floor.layout)]
-    counts = ok.groupby([key for key in stats.MATCH if key not in ("layout", "members")],
-                        sort=True)["throughput_median"].count()
-    return ["/".join(str(part) for part in key if part != layout.NOT_APPLICABLE)
+    keys = [key for key in stats.MATCH if key not in ("layout", "members")]
+    counts = ok.groupby(keys, sort=True)["throughput_median"].count()
+    return ["/".join(part for name, value in zip(keys, key) if (part := stats.name_part(name, value)) is not None)
             for key, count in counts.items() if count >= 2]

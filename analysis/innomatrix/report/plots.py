@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 
 from innomatrix.frame import Frame
 from innomatrix.report.tables import COMPARE_KEYS, Table
+from innomatrix.stats import name_part
 
 GROUP = ("host", "filesystem", "workload", "threads")
 CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0, 100.0),
@@ -193,7 +194,7 @@ def compare_forest(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot |
     if both.empty:
         return None
     keys = [c for c in COMPARE_KEYS if c in both]
-    labels = ["/".join(str(row[k]) for k in keys if str(row[k]) != "-") for _, row in both.iterrows()]
+    labels = ["/".join(part for k in keys if (part := name_part(k, row[k])) is not None) for _, row in both.iterrows()]
     ratio = both["ratio"].to_numpy(dtype=np.float64)
     low = both["ci_low"].to_numpy(dtype=np.float64)
     high = both["ci_high"].to_numpy(dtype=np.float64)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from innomatrix import layout, stats
 from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFloor
+from innomatrix_host import sysbench as sysbench_log
 
 FLAG_MARK = "*"
 # How a verdict says it leans on a host's noise floor (stats.between_runs); from the trials alone it says nothing.
@@ -180,6 +181,50 @@ def layout_by_members(cells: pd.DataFrame) -> Table | None:
     shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
     return Table("layout_by_members", "Median throughput by member count, per layout (×: to the fewest members)",
                  data, display[shown], _flag_note(table))
+
+
+# The percentiles of a fixed-rate configuration's merged latency histogram.
+RATE_PERCENTILES = (50, 95, 99, 99.9)
+
+
+def closed_loop(cells: pd.DataFrame) -> pd.DataFrame:
+    """The closed-loop cells (threads as fast as they go), which every throughput table and verdict
+    is about; a fixed-rate cell's throughput is its offered rate, and has a table of its own."""
+    return cells[cells["rate"] == 0] if "rate" in cells else cells
+
+
+def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]]) -> Table | None:
+    """Each fixed-rate configuration: the rate offered, the median tps achieved, and p50 … p99.9
+    from the merged latency histograms of its ok trials (sysbench.merge_histograms: all their
+    measured events, never an average of percentiles); a saturated trial is marked and counted.
+    None without fixed-rate cells."""
+    table = cells[cells["rate"] > 0] if "rate" in cells else cells.iloc[0:0]
+    if table.empty:
+        return None
+    groups = ["host", *storage_keys(table), "filesystem", "workload", "variant", "bp_size", "threads", "rate"]
+    rows = []
+    for key, group in table.groupby(groups, sort=True):
+        ok = group[group["status"] == "ok"]
+        merged = sysbench_log.merge_histograms([histograms[trial] for trial in ok["trial"] if trial in histograms])
+        saturated = int(group["flags"].str.contains("saturated at", regex=False).sum())
+        row = dict(zip(groups, key))
+        row.update(trials=len(ok), achieved_tps_median=ok["throughput_median"].median(), saturated=saturated,
+                   events=sum(events for _, events in merged), flagged=bool(group["flagged"].any()))
+        for pct in RATE_PERCENTILES:
+            row[f"p{pct:g}_ms"] = sysbench_log.histogram_percentile(merged, pct) if merged else None
+        rows.append(row)
+    data = pd.DataFrame(rows)
+    display = data[groups].copy()
+    display["achieved tps"] = [fmt(value, 1) + (f" {FLAG_MARK}" if flagged else "")
+                               for value, flagged in zip(data["achieved_tps_median"], data["flagged"])]
+    for pct in RATE_PERCENTILES:
+        display[f"p{pct:g} ms"] = [fmt(value, 3) for value in data[f"p{pct:g}_ms"]]
+    display["trials"] = data["trials"]
+    display["saturated"] = [f"{count} of {trials}" if count else "" for count, trials in zip(data["saturated"],
+                                                                                          data["trials"])]
+    shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
+    return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
+                 "(ms, every measured event of the configuration's trials)", data, display[shown], _flag_note(table))
 
 
 def variant_by_bp(cells: pd.DataFrame) -> Table | None:

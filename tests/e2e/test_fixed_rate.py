@@ -1,0 +1,72 @@
+"""Fixed-rate OLTP cells end to end: real MariaDB, real sysbench --rate, a loop device.
+
+One configuration runs closed-loop and at two rates beside it: 20 transactions a second, which
+any host sustains, and 5000, far beyond what this small dataset on a loop device completes with
+two threads (a few hundred a second here), yet short of filling sysbench's queue in the trial's
+16 s. The high rate is saturated, with its reasons, on the host and in the report; the low one is
+not; each keeps the latency histogram of its measured events only; the closed-loop tables hold the
+closed-loop cell alone.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from e2e_env import NEEDS_ROOT, ok, trials_of
+from innomatrix_host import sysbench
+
+pytestmark = NEEDS_ROOT
+
+BASE = "localhost/xfs/oltp/A/bp-64M"
+LOW, HIGH = 20, 5000
+WARMUP, DURATION = 4, 12
+
+
+def test_a_rate_beyond_the_server_is_saturated_and_one_within_it_is_not(env):
+    done = env.play("-e", "run_name=rate", "-e", "filesystems=xfs", "-e", "bp_sizes=64M", "-e", f"rates={LOW},{HIGH}",
+                    "-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}")
+    ok(done)
+    run = env.results / "rate"
+    trials = trials_of(run)
+    closed, low, high = (trials[f"{BASE}/{load}/r1"] for load in ("t2", f"t2-rate{LOW}", f"t2-rate{HIGH}"))
+    assert [t["status"] for t in (closed, low, high)] == ["ok", "ok", "ok"], [t["reasons"] for t in (closed, low, high)]
+    assert "rate" not in closed and "--rate" not in closed["driver"]["command"]
+    assert f"--rate={HIGH}" in high["driver"]["command"] and f"--report-checkpoints={WARMUP}" in high["driver"]["command"]
+
+    # the low rate is sustained: what arrived was done, nothing waits
+    assert low["rate"]["saturated"] is False, low["rate"]
+    assert abs(low["rate"]["achieved_tps"] - LOW) < 0.35 * LOW
+    assert "saturated" not in {flag["flag"] for flag in low["flags"]}
+    # the high one is not, and says why
+    assert high["rate"]["saturated"] is True
+    assert high["rate"]["achieved_tps"] < 0.5 * HIGH
+    assert any(reason.startswith("completed ") for reason in high["rate"]["reasons"]), high["rate"]
+    [saturated] = [flag for flag in high["flags"] if flag["flag"] == "saturated"]
+    assert saturated["text"].startswith(f"saturated at {HIGH}/s: completed ")
+    assert f"t2-rate{HIGH}/r1: ok, flagged: saturated" in done.stdout
+
+    # each histogram holds the measured events only: those of the end-of-run summary, which a
+    # checkpoint at the warmup restarted (give or take the two threads' events in flight)
+    for trial in (low, high):
+        log = sysbench.parse_output((run / f"{BASE}/t2-rate{trial['cell']['rate']}/r1/driver.log").read_text())
+        assert log["checkpoints"] == [float(WARMUP)]
+        counted = sum(events for _, events in trial["latency_histogram"])
+        assert abs(counted - log["summary"]["events"]) <= 2
+        assert counted < trial["rate"]["achieved_tps"] * (DURATION + 2)
+    # latency counts time in the queue: the saturated rate's p99 is far above the sustained one's
+    p99 = {rate: sysbench.histogram_percentile(trial["latency_histogram"], 99) for rate, trial in ((LOW, low), (HIGH, high))}
+    assert p99[HIGH] > 10 * p99[LOW]
+
+    # the report: a fixed-rate table from the merged histograms, and closed-loop tables of the
+    # closed-loop cell alone
+    with open(run / "tables" / "fixed_rate.csv", newline="") as table:
+        rows = {int(row["rate"]): row for row in csv.DictReader(table)}
+    assert sorted(rows) == [LOW, HIGH]
+    assert float(rows[HIGH]["p99_ms"]) == p99[HIGH] and float(rows[LOW]["p99_ms"]) == p99[LOW]
+    assert (rows[HIGH]["saturated"], rows[LOW]["saturated"]) == ("1", "0")
+    with open(run / "tables" / "variant_by_bp.csv", newline="") as table:
+        [row] = list(csv.DictReader(table))
+    assert float(row["bp-64M"]) == closed["summary"]["throughput_median"]
+    print(f"\nfixed rate: closed-loop {closed['summary']['throughput_median']:.1f} tps; {LOW}/s achieved "
+          f"{low['rate']['achieved_tps']:.1f}, p99 {p99[LOW]:.2f} ms; {HIGH}/s achieved "
+          f"{high['rate']['achieved_tps']:.1f}, p99 {p99[HIGH]:.1f} ms, saturated: {'; '.join(high['rate']['reasons'])}")
