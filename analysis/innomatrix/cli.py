@@ -81,7 +81,15 @@ def _run_report(work: Callable[[], Any]) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from innomatrix import report
 
-    return _run_report(lambda: report.report(args.run, args.out, say=_say))
+    from innomatrix import stats
+
+    given = {name: value for name, value in (("sla_percentile", args.sla_percentile), ("sla_ms", args.sla_ms))
+             if value is not None}
+    thresholds = stats.Thresholds(**given)
+    if not 0 < thresholds.sla_percentile <= 100 or not thresholds.sla_ms > 0:
+        return _usage(f"--sla-percentile {thresholds.sla_percentile:g} --sla-ms {thresholds.sla_ms:g}: give a "
+                      "percentile in (0, 100] and a positive number of milliseconds")
+    return _run_report(lambda: report.report(args.run, args.out, say=_say, thresholds=thresholds))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -132,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="tables, plots and report.html for a results run")
     r.add_argument("run", metavar="RUN", help="a run directory, e.g. results/main")
     r.add_argument("--out", metavar="DIR", help="where to write (default: RUN itself)")
+    r.add_argument("--sla-percentile", type=float, metavar="P",
+                   help="fixed-rate trials: the latency percentile of the SLA (default: p99)")
+    r.add_argument("--sla-ms", type=float, metavar="MS", help="fixed-rate trials: the SLA's limit (default: 10 ms)")
     r.set_defaults(func=cmd_report)
     c = sub.add_parser("compare", help="ratio A/B of median throughput per matching cell, with 95 %% CIs")
     c.add_argument("run_a", metavar="RUN_A", help="run directory A (the numerator); with --by host, the run")

@@ -45,10 +45,11 @@ def stalls(stalled: list[bool], interval_s: float) -> dict[str, Any] | None:
 
 def saturated(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A fixed-rate trial that fell behind its arrivals (sysbench.rate_figures says why): its
-    latency grows with its length and its throughput is what the server could do, not the rate."""
+    latency grows with its length and its throughput is what the server could do, not the rate.
+    Its reasons are joined by commas: a report joins a trial's flags with semicolons."""
     if not figures or not figures.get("saturated"):
         return None
-    return _flag("saturated", "saturated", f"saturated at {figures['offered_tps']:g}/s: {'; '.join(figures['reasons'])}",
+    return _flag("saturated", "saturated", f"saturated at {figures['offered_tps']:g}/s: {', '.join(figures['reasons'])}",
                  offered_tps=figures["offered_tps"], achieved_tps=figures["achieved_tps"],
                  queue_length_end=figures["queue_length_end"], reasons=list(figures["reasons"]))
 

@@ -64,6 +64,18 @@ def test_a_rate_beyond_the_server_is_saturated_and_one_within_it_is_not(env):
     assert sorted(rows) == [LOW, HIGH]
     assert float(rows[HIGH]["p99_ms"]) == p99[HIGH] and float(rows[LOW]["p99_ms"]) == p99[LOW]
     assert (rows[HIGH]["saturated"], rows[LOW]["saturated"]) == ("1", "0")
+    # the capacity at the default SLA (p99 ≤ 10 ms): 5000/s saturated, never met; 20/s met if its p99 was
+    assert rows[HIGH]["meets_sla"] == "False" and rows[LOW]["meets_sla"] == str(p99[LOW] <= 10)
+    with open(run / "tables" / "capacity_at_sla.csv", newline="") as table:
+        [capacity] = list(csv.DictReader(table))
+    assert capacity["saturates_at_tps"] == str(HIGH)
+    assert capacity["capacity_tps"] == (str(LOW) if p99[LOW] <= 10 else "")
+    assert any(path.name.startswith("latency_by_rate_") for path in (run / "plots").glob("*.png"))
+    # the report flags the saturated trial with the host's very words, and only that one
+    with open(run / "summary.csv", newline="") as table:
+        reported = {row["trial"]: row["flags"] for row in csv.DictReader(table)}
+    assert saturated["text"] in reported[f"{BASE}/t2-rate{HIGH}/r1"].split("; ")
+    assert "saturated" not in reported[f"{BASE}/t2-rate{LOW}/r1"] + reported[f"{BASE}/t2/r1"]
     with open(run / "tables" / "variant_by_bp.csv", newline="") as table:
         [row] = list(csv.DictReader(table))
     assert float(row["bp-64M"]) == closed["summary"]["throughput_median"]

@@ -245,3 +245,12 @@ def test_a_footnote_groups_the_flags_by_kind_with_the_trials_they_cover():
     assert note == ("buffer pool holds the dataset (13 trials: h/xfs/oltp/A/bp-16M/t4/r1, h/xfs/oltp/A/bp-16M/t4/r2, "
                     "h/xfs/oltp/A/bp-16M/t4/r3, h/xfs/oltp/A/bp-16M/t4/r4, h/xfs/oltp/A/bp-16M/t4/r5, "
                     "h/xfs/oltp/A/bp-16M/t4/r6 and 7 more); stalls (1 trial: h/xfs/oltp/A/bp-32M/t4/r1)")
+
+
+@pytest.mark.parametrize("sla", [["--sla-ms", "0"], ["--sla-percentile", "120"], ["--sla-ms", "nan"]])
+def test_an_sla_that_cannot_be_met_or_missed_is_refused_in_one_line(tmp_path, capsys, sla):
+    tiny = real_tiny(tmp_path)
+    assert cli.main(["report", str(tiny), *sla]) == 2
+    _, stderr = capsys.readouterr()
+    assert stderr.startswith("innomatrix: --sla-percentile ") and stderr.count("\n") == 1
+    assert not (tiny / "report.html").exists()

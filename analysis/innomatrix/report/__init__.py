@@ -77,6 +77,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     every_cell = stats.cells(frame, thresholds)
     # Throughput tables, verdicts and floors are about closed-loop cells; fixed-rate ones have theirs.
     cells = tables.closed_loop(every_cell)
+    fixed = tables.fixed_rate(every_cell, frame.histograms, thresholds)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
     by_fs = _within(cells, "filesystem", thresholds, host_floors)
     by_layout = _within(cells, "layout", thresholds, host_floors)
@@ -84,7 +85,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     built = [t for t in (tables.layout_by_members(cells), by_members.table if by_members else None,
                          by_layout.table if by_layout else None,
                          tables.variant_by_bp(cells), tables.fs_by_bp(cells), by_fs.table if by_fs else None,
-                         tables.fixed_rate(every_cell, frame.histograms),
+                         fixed, tables.capacity_at_sla(fixed, thresholds),
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]
@@ -94,7 +95,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     by_host = _host_tables(run, cells, thresholds, host_floors) if len(_hosts(cells)) >= 2 else None
     if say:
         say(f"{run.name}: drawing figures")
-    figures = plots.report_plots(frame, cells, built)
+    figures = plots.report_plots(frame, cells, built, thresholds)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "report.html", cells=every_cell)
     written.files += _write_frames(frame, every_cell, out)

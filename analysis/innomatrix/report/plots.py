@@ -19,8 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from innomatrix.frame import Frame
-from innomatrix.report.tables import COMPARE_KEYS, Table
-from innomatrix.stats import name_part
+from innomatrix.report.tables import COMPARE_KEYS, Table, rate_configurations
+from innomatrix.stats import DEFAULTS, Thresholds, name_part
 
 GROUP = ("host", "filesystem", "workload", "threads")
 CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0, 100.0),
@@ -182,6 +182,37 @@ def bars(table: Table, row_key: str, title: str) -> list[Plot]:
     return plots
 
 
+def latency_by_rate(table: Table, th: Thresholds = DEFAULTS) -> list[Plot]:
+    """Latency against offered load, one figure per configuration of the fixed-rate table: p50, p95
+    and p99 of the merged histograms at each rate (log scale: a saturated rate's queue time dwarfs
+    the rest), saturated rates drawn as red crosses, the SLA's limit as a dashed line."""
+    plots = []
+    for labels, block in rate_configurations(table):
+        name = "/".join(f"t{v}" if k == "threads" else f"m{v}" if k == "members" else str(v)
+                        for k, v in labels.items() if str(v) != "-")
+        figure = Figure(figsize=(6, 3.4))
+        figure.subplots_adjust(left=0.12, right=0.98, top=0.9, bottom=0.14)
+        axes = figure.add_subplot()
+        rate = block["rate"].to_numpy(dtype=np.float64)
+        saturated = block["saturated"].to_numpy() > 0
+        for pct, color in (("50", "tab:blue"), ("95", "tab:orange"), ("99", "tab:green")):
+            values = block[f"p{pct}_ms"].to_numpy(dtype=np.float64)
+            axes.plot(rate, values, "o-", color=color, label=f"p{pct}")
+            axes.plot(rate[saturated], values[saturated], "x", color="tab:red", markersize=10, mew=2)
+        if saturated.any():
+            axes.plot([], [], "x", color="tab:red", markersize=10, mew=2, label="saturated")
+        axes.axhline(th.sla_ms, color="black", lw=1, ls="--", label=f"SLA: p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms")
+        axes.set_yscale("log")
+        axes.set_xlabel("offered rate (transactions/s)")
+        axes.set_ylabel("latency (ms), merged histograms")
+        axes.set_title(f"Latency vs offered load — {name}", fontsize=9)
+        axes.legend(fontsize=8)
+        axes.grid(alpha=0.3, which="both")
+        plots.append(Plot(f"latency_by_rate_{slug(name)}", f"Latency vs offered load — {name}", "tables",
+                          _png(figure)))
+    return plots
+
+
 # Ratios marked on a forest plot's axis (and their inverses), as far as its intervals reach.
 FOREST_STEPS = (1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0)
 
@@ -227,7 +258,7 @@ def compare_forest(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot |
     return Plot("compare_ratios", f"A/B ratios: {name_a} / {name_b}", "compare", _png(figure))
 
 
-def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table]) -> list[Plot]:
+def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thresholds = DEFAULTS) -> list[Plot]:
     metrics = {"driver.throughput", "driver.lat_ms"} | {spec[0] for spec in (*CPU_PANELS, *IO_PANELS)}
     series = Series(frame, metrics)
     plots: list[Plot] = []
@@ -257,4 +288,6 @@ def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table]) -> list
             plots += bars(table, "variant", "Median throughput by variant")
         elif table.name == "fs_by_bp":
             plots += bars(table, "filesystem", "Median throughput by filesystem")
+        elif table.name == "fixed_rate":
+            plots += latency_by_rate(table, th)
     return plots

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from innomatrix import layout, stats
 from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFloor
-from innomatrix_host import sysbench as sysbench_log
 
 FLAG_MARK = "*"
 # How a verdict says it leans on a host's noise floor (stats.between_runs); from the trials alone it says nothing.
@@ -193,7 +193,8 @@ def closed_loop(cells: pd.DataFrame) -> pd.DataFrame:
     return cells[cells["rate"] == 0] if "rate" in cells else cells
 
 
-def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]]) -> Table | None:
+def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]],
+               th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
     """Each fixed-rate configuration: the rate offered, the median tps achieved, and p50 … p99.9
     from the merged latency histograms of its ok trials (sysbench.merge_histograms: all their
     measured events, never an average of percentiles); a saturated trial is marked and counted.
@@ -205,26 +206,74 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     rows = []
     for key, group in table.groupby(groups, sort=True):
         ok = group[group["status"] == "ok"]
-        merged = sysbench_log.merge_histograms([histograms[trial] for trial in ok["trial"] if trial in histograms])
+        kept = [histograms[trial] for trial in ok["trial"] if trial in histograms]
         saturated = int(group["flags"].str.contains("saturated at", regex=False).sum())
         row = dict(zip(groups, key))
         row.update(trials=len(ok), achieved_tps_median=ok["throughput_median"].median(), saturated=saturated,
-                   events=sum(events for _, events in merged), flagged=bool(group["flagged"].any()))
+                   events=sum(events for histogram in kept for _, events in histogram),
+                   flagged=bool(group["flagged"].any()))
         for pct in RATE_PERCENTILES:
-            row[f"p{pct:g}_ms"] = sysbench_log.histogram_percentile(merged, pct) if merged else None
+            row[f"p{pct:g}_ms"], row[f"p{pct:g}_low_ms"], row[f"p{pct:g}_high_ms"] = stats.merged_percentile(kept, pct)
+        at_sla, _, _ = stats.merged_percentile(kept, th.sla_percentile)
+        # Met: the SLA percentile of every event within the limit, and no trial that fell behind.
+        row["meets_sla"] = at_sla is not None and at_sla <= th.sla_ms and not saturated
         rows.append(row)
     data = pd.DataFrame(rows)
     display = data[groups].copy()
     display["achieved tps"] = [fmt(value, 1) + (f" {FLAG_MARK}" if flagged else "")
                                for value, flagged in zip(data["achieved_tps_median"], data["flagged"])]
     for pct in RATE_PERCENTILES:
-        display[f"p{pct:g} ms"] = [fmt(value, 3) for value in data[f"p{pct:g}_ms"]]
+        display[f"p{pct:g} ms"] = [fmt(value, 3) + ("" if pd.isna(low) else f" ({fmt(low, 3)}–{fmt(high, 3)})")
+                                   for value, low, high in zip(data[f"p{pct:g}_ms"], data[f"p{pct:g}_low_ms"],
+                                                               data[f"p{pct:g}_high_ms"])]
+    display[f"p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms"] = ["yes" if met else "no" for met in data["meets_sla"]]
     display["trials"] = data["trials"]
     display["saturated"] = [f"{count} of {trials}" if count else "" for count, trials in zip(data["saturated"],
                                                                                           data["trials"])]
     shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
+    notes = [f"Percentiles: of the merged histograms of a configuration's ok trials (every measured event once); "
+             f"from {stats.PERCENTILE_INTERVAL_MIN_TRIALS} trials on, with a 95 % bootstrap interval over trials, "
+             "which is narrow with few trials (see README)."]
     return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
-                 "(ms, every measured event of the configuration's trials)", data, display[shown], _flag_note(table))
+                 "(ms, every measured event of the configuration's trials)", data, display[shown],
+                 notes + _flag_note(table))
+
+
+def rate_configurations(fixed: Table) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
+    """The configurations of the fixed-rate table, each as its naming columns and its rows by rate."""
+    keys = [c for c in fixed.data.columns if c in ("host", "layout", "members", "filesystem", "workload", "variant",
+                                                    "bp_size", "threads")]
+    for key, block in fixed.data.groupby(keys, sort=True):
+        yield dict(zip(keys, key if isinstance(key, tuple) else (key,))), block.sort_values("rate")
+
+
+def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
+    """Per configuration, the highest rate run that meets the SLA with every lower rate meeting it too
+    (the capacity, as far as the rates run can tell it), and the lowest rate at which a trial
+    saturated. A rate that saturated never counts as met. None without fixed-rate cells."""
+    if fixed is None:
+        return None
+    rows = []
+    for labels, block in rate_configurations(fixed):
+        met = block["meets_sla"].to_numpy(dtype=bool)
+        held = int(np.argmin(met)) if not met.all() else len(met)  # the rates met before the first miss
+        saturating = block.loc[block["saturated"] > 0, "rate"]
+        rows.append({**labels,
+                     "capacity_tps": int(block["rate"].iloc[held - 1]) if held else None,
+                     "first_missed_tps": int(block["rate"].iloc[held]) if held < len(met) else None,
+                     "saturates_at_tps": int(saturating.min()) if len(saturating) else None,
+                     "rates_run": len(block)})
+    rates = ("capacity_tps", "first_missed_tps", "saturates_at_tps")
+    table = pd.DataFrame(rows).astype(dict.fromkeys(rates, "Int64"))  # a rate or nothing, never 200.0 or NaN
+    display = table[list(labels)].copy()
+    label = f"p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms"
+    for column, title, none in zip(rates, (f"capacity at {label} (tps)", "first rate missed", "saturates at"),
+                                   ("below every rate run", "none (run higher rates)", "–")):
+        display[title] = [none if pd.isna(value) else str(value) for value in table[column]]
+    return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
+                 ["From the rates run (the `rates` knob): the capacity lies between it and the first rate missed. "
+                  "A search that narrows it, and its interval and verdicts between configurations and runs, are "
+                  "not built yet (issue #32)."])
 
 
 def variant_by_bp(cells: pd.DataFrame) -> Table | None:

@@ -1,0 +1,80 @@
+"""Latency at fixed rates on the demo's device (issue #32's figures so far; run as root).
+
+    .venv/bin/python bench/fixed_rate.py [REPEATS]     # default 3
+
+One demo configuration (xfs, variant A, 16M buffer pool, 4 threads, sysbench --percentile=99)
+is run closed-loop once to find its throughput; then, in a second run, closed-loop and at 25, 50,
+75 and 90 % of that throughput and at 150 % of it, REPEATS trials each (interleaved), 10 s warmup
+and 30 s measured. Prints, per rate: the tps achieved (median of the trials), how many trials
+saturated, p50/p95/p99 of the merged histograms (with the bootstrap interval from 5 trials on), and
+beside p99 the median over trials of each trial's median per-interval p99 -- the figure the
+closed-loop tables show -- with their ratio: per-interval percentiles of one-second intervals
+with a few hundred events each are noisy and ignore how events spread over intervals, so their
+median is not the p99 of the events; the merged histogram's is. Also the wall time of the run and
+of each trial.
+
+Prints the figures; asserts nothing (speed is measured here, not tested).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+import demo_matrix
+from innomatrix import stats
+from innomatrix_host import sysbench
+
+RESULTS = demo_matrix.ROOT / "results"
+CELL = "localhost/xfs/oltp/A/bp-16M"
+SHARED = ["-e", "filesystems=xfs", "-e", "variants=A", "-e", "bp_sizes=16M", "-e", "oltp_percentile=99"]
+FRACTIONS = (0.25, 0.5, 0.75, 0.9, 1.5)
+
+
+def trial(run: str, load: str, repeat: int) -> dict:
+    return json.loads((RESULTS / run / CELL / load / f"r{repeat}" / "trial.json").read_text())
+
+
+def main() -> None:
+    if "--help" in sys.argv[1:]:
+        print(__doc__)
+        return
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    demo_matrix.run(*SHARED, "-e", "run_name=bench-rate-closed")
+    closed = trial("bench-rate-closed", "t4", 1)["summary"]["throughput_median"]
+    rates = sorted({max(1, round(closed * fraction)) for fraction in FRACTIONS})
+    run = f"bench-rate-{repeats}x"
+    started = time.monotonic()
+    demo_matrix.run(*SHARED, "-e", f"run_name={run}", "-e", f"rates={','.join(map(str, rates))}", "-e", f"repeats={repeats}")
+    wall = time.monotonic() - started
+    print(f"closed-loop: {closed:.1f} tps; rates {rates}; {repeats} trials each; run {wall:.0f} s")
+    print(f"{'rate':>6} {'achieved':>9} {'saturated':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms (95 % interval)':>26} "
+          f"{'median interval p99':>20} {'ratio':>6} {'trial s':>8}")
+    for rate in rates:
+        trials = [trial(run, f"t4-rate{rate}", repeat) for repeat in range(1, repeats + 1)]
+        ok = [t for t in trials if t["status"] == "ok"]
+        histograms = [t["latency_histogram"] for t in ok if t.get("latency_histogram")]
+        p50, _, _ = stats.merged_percentile(histograms, 50)
+        p95, _, _ = stats.merged_percentile(histograms, 95)
+        p99, low, high = stats.merged_percentile(histograms, 99)
+        interval_p99 = statistics.median(t["summary"]["latency_p95_ms_median"] for t in ok
+                                         if t["summary"]["latency_p95_ms_median"] is not None)
+        achieved = statistics.median(t["rate"]["achieved_tps"] for t in ok if t["rate"]["achieved_tps"] is not None)
+        saturated = sum(bool((t.get("rate") or {}).get("saturated")) for t in trials)
+        shown = f"{p99:.3f}" + (f" ({low:.3f}–{high:.3f})" if low is not None else "")
+        print(f"{rate:>6} {achieved:>9.1f} {saturated:>6} of {len(trials)} {p50:>8.3f} {p95:>8.3f} {shown:>26} "
+              f"{interval_p99:>20.3f} {p99 / interval_p99:>6.2f} {statistics.median(t['wall_s'] for t in trials):>8.1f}")
+    for rate in rates:
+        for repeat in range(1, repeats + 1):
+            found = trial(run, f"t4-rate{rate}", repeat)
+            if (found.get("rate") or {}).get("saturated"):
+                print(f"t4-rate{rate}/r{repeat}: {'; '.join(found['rate']['reasons'])}")
+    log = sysbench.parse_output((RESULTS / run / CELL / f"t4-rate{rates[0]}" / "r1" / "driver.log").read_text())
+    print(f"t4-rate{rates[0]}/r1: checkpoint at {log['checkpoints']} s, histogram of "
+          f"{sum(n for _, n in log['histogram'])} events, summary {log['summary']['events']}")
+
+
+if __name__ == "__main__":
+    main()
