@@ -387,3 +387,12 @@ def test_every_knob_is_in_a_commented_block() -> None:
 def test_every_knob_has_a_comment_directly_above() -> None:
     missing = [name for name, above in variables_and_lines_above() if not above.startswith("#")]
     assert missing == []
+
+
+def test_the_molecule_scenarios_hand_preflight_every_knob_it_takes() -> None:
+    """The role scenarios pass their own preflight_knobs (tests/molecule/shared/vars/knobs.yml): a
+    knob the spec requires and they leave out fails every scenario at its first task."""
+    taken = options("preflight")["preflight_knobs"]["options"]
+    given = load(ROOT / "tests" / "molecule" / "shared" / "vars" / "knobs.yml")["molecule_knobs"]
+    assert sorted(name for name, spec in taken.items() if spec.get("required") and name not in given) == []
+    assert sorted(name for name in given if name not in taken) == []
