@@ -340,3 +340,19 @@ def test_without_a_floor_one_trial_a_side_still_gets_no_verdict(tmp_path, capsys
     assert cli.main(["compare", str(results / "fast"), str(results / "slow")]) == 0
     out, _ = capsys.readouterr()
     assert out.splitlines()[0].endswith("1 without a verdict (1 trial on a side: run-to-run variance unknown)")
+
+
+def test_the_floor_is_of_closed_loop_cells_only_a_fixed_rate_cells_throughput_is_its_offered_rate(tmp_path):
+    runs = noise_runs(tmp_path, "noise", 2)
+    for index, run in enumerate(runs):
+        for repeat in (1, 2, 3):  # it completed what was offered, near enough the same every run
+            write_trial(run, Trial(tps=steady(30, 500.0 + index, 0.001, seed=repeat), host="db1", rate=500, repeat=repeat,
+                                   warmup_s=5, seed=900 + 10 * index + repeat))
+    closed = [stats.cells(frame.load(run)) for run in runs]
+    medians = np.concatenate([cells.loc[cells["rate"] == 0, "throughput_median"].to_numpy() for cells in closed])
+    assert sum(len(cells) for cells in closed) == 12  # the fixed-rate trials are in the runs
+    [found] = report.noise(*runs, now=NOW).floors
+    assert found.sd_log == pytest.approx(float(np.std(np.log(medians), ddof=1)))
+    assert found.trials == 6
+    [entry] = json.loads((runs[0] / "db1" / "host.json").read_text())["noise_floors"]
+    assert entry["configurations"] == ["xfs/oltp/A/64M/2"]

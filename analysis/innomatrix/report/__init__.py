@@ -198,8 +198,10 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
     """Each host's run-to-run noise floor from runs of repeated configurations, kept in the
     host.json of each run it was measured from."""
     runs = [Path(run_dir) for run_dir in run_dirs]
-    cells = pd.concat([stats.cells(load(run, say), thresholds).assign(run=run.name) for run in runs],
-                      ignore_index=True)
+    # Closed-loop cells only: a fixed-rate cell's throughput is the rate it was offered, which
+    # barely moves from run to run and would make the floor look quieter than the host is.
+    cells = pd.concat([tables.closed_loop(stats.cells(load(run, say), thresholds)).assign(run=run.name)
+                       for run in runs], ignore_index=True)
     try:
         floors = noise_floors.measure(runs, cells, now or dt.datetime.now(dt.timezone.utc))
         recorded = Recorded(floors)
