@@ -13,6 +13,10 @@ with a few hundred events each are noisy and ignore how events spread over inter
 median is not the p99 of the events; the merged histogram's is. Also the wall time of the run and
 of each trial.
 
+Then, from the report's own tables, the capacity at p99 ≤ 20, 50 and 100 ms: the highest rate met
+by the merged histograms and the sure bracket a verdict stands on (every trial met, every trial
+missed). `bench/fixed_rate.py capacity` prints only that, from the results already there.
+
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
 
@@ -24,7 +28,8 @@ import sys
 import time
 
 import demo_matrix
-from innomatrix import stats
+from innomatrix import frame, stats
+from innomatrix.report import tables
 from innomatrix_host import sysbench
 
 RESULTS = demo_matrix.ROOT / "results"
@@ -40,6 +45,9 @@ def trial(run: str, load: str, repeat: int) -> dict:
 def main() -> None:
     if "--help" in sys.argv[1:]:
         print(__doc__)
+        return
+    if sys.argv[1:] == ["capacity"]:
+        capacity([path.name for path in sorted(RESULTS.glob("bench-rate-*x"))])
         return
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     demo_matrix.run(*SHARED, "-e", "run_name=bench-rate-closed")
@@ -74,6 +82,19 @@ def main() -> None:
     log = sysbench.parse_output((RESULTS / run / CELL / f"t4-rate{rates[0]}" / "r1" / "driver.log").read_text())
     print(f"t4-rate{rates[0]}/r1: checkpoint at {log['checkpoints']} s, histogram of "
           f"{sum(n for _, n in log['histogram'])} events, summary {log['summary']['events']}")
+    capacity([run])
+
+
+def capacity(runs: list[str]) -> None:
+    """The report's capacity at three SLAs for each run: the point and the sure bracket."""
+    for run in runs:
+        loaded = frame.load(RESULTS / run)
+        for sla_ms in (20.0, 50.0, 100.0):
+            th = stats.Thresholds(sla_ms=sla_ms)
+            found = tables.capacity_at_sla(tables.fixed_rate(stats.cells(loaded, th), loaded.histograms, th), th)
+            for _, row in found.data.iterrows():
+                print(f"{run}: capacity at p99 ≤ {sla_ms:g} ms: {row['capacity_tps']} tps "
+                      f"(first missed {row['first_missed_tps']}), sure {tables.bracket_of(row).describe()}")
 
 
 if __name__ == "__main__":

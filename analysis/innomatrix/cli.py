@@ -78,17 +78,25 @@ def _run_report(work: Callable[[], Any]) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from innomatrix import report
-
+def _sla(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """The report's thresholds with the SLA given on the command line, and what is wrong with it."""
     from innomatrix import stats
 
     given = {name: value for name, value in (("sla_percentile", args.sla_percentile), ("sla_ms", args.sla_ms))
              if value is not None}
     thresholds = stats.Thresholds(**given)
     if not 0 < thresholds.sla_percentile <= 100 or not thresholds.sla_ms > 0:
-        return _usage(f"--sla-percentile {thresholds.sla_percentile:g} --sla-ms {thresholds.sla_ms:g}: give a "
-                      "percentile in (0, 100] and a positive number of milliseconds")
+        return thresholds, (f"--sla-percentile {thresholds.sla_percentile:g} --sla-ms {thresholds.sla_ms:g}: give a "
+                            "percentile in (0, 100] and a positive number of milliseconds")
+    return thresholds, None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from innomatrix import report
+
+    thresholds, wrong = _sla(args)
+    if wrong:
+        return _usage(wrong)
     return _run_report(lambda: report.report(args.run, args.out, say=_say, thresholds=thresholds))
 
 
@@ -101,7 +109,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _run_report(lambda: report.compare_hosts(args.run_a, args.out, say=_say))
     if args.run_b is None:
         return _usage("compare needs RUN_A and RUN_B (or one run with --by host)")
-    return _run_report(lambda: report.compare(args.run_a, args.run_b, args.out, say=_say))
+    thresholds, wrong = _sla(args)
+    if wrong:
+        return _usage(wrong)
+    return _run_report(lambda: report.compare(args.run_a, args.run_b, args.out, say=_say, thresholds=thresholds))
 
 
 def cmd_noise(args: argparse.Namespace) -> int:
@@ -119,6 +130,12 @@ def _usage(message: str) -> int:
 
 def _printable(text: str) -> str:
     return "".join(character if character.isprintable() else repr(character)[1:-1] for character in text)
+
+
+def _sla_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sla-percentile", type=float, metavar="P",
+                        help="fixed-rate trials: the latency percentile of the SLA (default: p99)")
+    parser.add_argument("--sla-ms", type=float, metavar="MS", help="fixed-rate trials: the SLA's limit (default: 10 ms)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,9 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="tables, plots and report.html for a results run")
     r.add_argument("run", metavar="RUN", help="a run directory, e.g. results/main")
     r.add_argument("--out", metavar="DIR", help="where to write (default: RUN itself)")
-    r.add_argument("--sla-percentile", type=float, metavar="P",
-                   help="fixed-rate trials: the latency percentile of the SLA (default: p99)")
-    r.add_argument("--sla-ms", type=float, metavar="MS", help="fixed-rate trials: the SLA's limit (default: 10 ms)")
+    _sla_options(r)
     r.set_defaults(func=cmd_report)
     c = sub.add_parser("compare", help="ratio A/B of median throughput per matching cell, with 95 %% CIs")
     c.add_argument("run_a", metavar="RUN_A", help="run directory A (the numerator); with --by host, the run")
@@ -151,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run: RUN_A / RUN_B (default); host: every pair of RUN_A's hosts, first host as A")
     c.add_argument("--out", metavar="DIR",
                    help="where to write (default: RUN_A/compare-<name of RUN_B>; with --by host, RUN_A/compare-hosts)")
+    _sla_options(c)
     c.set_defaults(func=cmd_compare)
     n = sub.add_parser("noise", help="each host's run-to-run noise floor from runs of repeated configurations, "
                                      "kept in its host.json for runs with 1 trial a side")

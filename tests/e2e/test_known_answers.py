@@ -14,6 +14,7 @@ bench/verdicts.py (a test that fails 5 % of the time by design does not belong i
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,6 +31,13 @@ REPEATS = 3
 # One configuration, its dataset (2 × 50k rows ≈ 25 MB) well beyond its 16M buffer pool.
 KNOBS = ["-e", "filesystems=xfs", "-e", "bp_sizes=16M", "-e", "oltp_table_size=50000",
          "-e", "warmup=3", "-e", "duration=12", "-e", f"repeats={REPEATS}"]
+# Capacity at an SLA, the same known answer: two rates six times apart, one the device as it is
+# surely meets (p99 20-40 ms at 60/s) and one the slowed device surely misses (it completes about
+# 5 transactions a second: it saturates at both), so that they stand apart by more than the runs'
+# drift (the floor of three runs here put a 2.9× interval around a ratio of two runs' capacities).
+RATES = (10, 60)
+SLA = ("--sla-percentile", "99", "--sla-ms", "100")
+WITH_RATES = [*KNOBS, "-e", f"rates={','.join(map(str, RATES))}"]
 
 
 def device_number(device: str) -> str:
@@ -38,19 +46,25 @@ def device_number(device: str) -> str:
 
 
 def compare(run_a: Path, run_b: Path) -> tuple[str, list[dict[str, str]]]:
-    printed = innomatrix("compare", str(run_a), str(run_b))
+    printed = innomatrix("compare", str(run_a), str(run_b), *SLA)
     with (run_a / f"compare-{run_b.name}" / "compare.csv").open() as rows:
         return printed, list(csv.DictReader(rows))
 
 
+def capacities(run_a: Path, run_b: Path) -> list[dict[str, str]]:
+    """The capacity rows of the last `compare` of the two runs."""
+    with (run_a / f"compare-{run_b.name}" / "capacity_compare.csv").open() as rows:
+        return list(csv.DictReader(rows))
+
+
 @pytest.mark.skipif(not THROTTLE.exists(), reason="no cgroup v1 blkio throttle on this kernel: cannot make a slow device")
 def test_a_device_made_slow_is_found_slower_every_time(env):
-    ok(env.play(*KNOBS, "-e", "run_name=as-is"))
+    ok(env.play(*WITH_RATES, "-e", "run_name=as-is"))
     [device] = env.loop_devices()
     number = device_number(device)
     THROTTLE.write_text(f"{number} {READS_PER_S}\n")
     try:
-        ok(env.play(*KNOBS, "-e", "run_name=slowed"))
+        ok(env.play(*WITH_RATES, "-e", "run_name=slowed"))
     finally:
         THROTTLE.write_text(f"{number} 0\n")
     assert number not in THROTTLE.read_text()
@@ -58,25 +72,42 @@ def test_a_device_made_slow_is_found_slower_every_time(env):
     as_is, slowed = env.results / "as-is", env.results / "slowed"
     for run in (as_is, slowed):
         trials = trials_of(run)
-        assert len(trials) == REPEATS and {t["status"] for t in trials.values()} == {"ok"}, trials
+        assert len(trials) == REPEATS * (1 + len(RATES)) and {t["status"] for t in trials.values()} == {"ok"}, trials
     # Two runs, no floor: the trials of each run agree, but a run moves as a whole, which they
     # cannot show. The ratio and the trials' interval are given; no verdict.
     printed, [row] = compare(as_is, slowed)
     assert "1 without a verdict (two runs: run-to-run drift not measured)" in printed, printed
     assert row["verdict"] == "two runs: run-to-run drift not measured" and float(row["ci_low"]) > 1, row
+    [capacity] = capacities(as_is, slowed)
+    assert capacity["verdict"] == "two runs: run-to-run drift not measured", capacity
 
     # The host's floor from three unchanged runs (as-is and two more) gives each run its drift:
     # A/B = as-is ÷ slowed must now differ, the device as it is the faster one.
-    for again in ("as-is-again", "as-is-third"):
-        ok(env.play(*KNOBS, "-e", f"run_name={again}"))
+    ok(env.play(*WITH_RATES, "-e", "run_name=as-is-again"))
+    ok(env.play(*KNOBS, "-e", "run_name=as-is-third"))
     recorded = innomatrix("noise", str(as_is), str(env.results / "as-is-again"), str(env.results / "as-is-third"))
     assert f"recorded in {as_is / 'localhost' / 'host.json'}" in recorded, recorded
+    # the floor is of closed-loop throughput: a fixed-rate cell's is the rate it was offered
+    [floor] = json.loads((as_is / "localhost" / "host.json").read_text())["noise_floors"]
+    assert floor["configurations"] == ["xfs/oltp/A/16M/2"], floor
     printed, [row] = compare(as_is, slowed)
     print(f"known answer: as-is ÷ reads capped at {READS_PER_S}/s = {float(row['ratio']):.2f} "
           f"(95 % CI {float(row['ci_low']):.2f}–{float(row['ci_high']):.2f}), {row['verdict']} ({row['interval_from']})")
     assert "1 matching configurations, 1 differ" in printed, printed
     assert (row["verdict"], row["interval_from"]) == ("differs", "trials + run drift (host noise floor)"), row
     assert float(row["ratio"]) > 1.2 and float(row["ci_low"]) > 1, row
+    # … and so must its capacity at p99 ≤ 100 ms: as it is, it surely meets a rate the slowed one surely misses.
+    [capacity] = capacities(as_is, slowed)
+    print(f"known answer, capacity at p99 ≤ 100 ms: as-is {capacity['sure_a']}, slowed {capacity['sure_b']}: "
+          f"{float(capacity['ci_low']):.2f}–{float(capacity['ci_high']):.2f}, {capacity['verdict']}")
+    assert (capacity["verdict"], capacity["interval_from"]) == ("differs", "trials + run drift (host noise floor)")
+    assert float(capacity["ci_low"]) > 1, capacity
+    assert "Capacity at p99 ≤ 100 ms, as-is ÷ slowed" in printed, printed
+    # A/A: the same device as it is, twice, judged by the same rule.
+    innomatrix("compare", str(as_is), str(env.results / "as-is-again"), *SLA)
+    [same] = capacities(as_is, env.results / "as-is-again")
+    print(f"A/A capacity: {same['sure_a']} vs {same['sure_b']}: {same['verdict']}")
+    assert same["verdict"] == "no difference", same
 
     # The same answer with one trial a side, judged by that floor (a copy of each run holding one repeat).
     one_a, one_b, one_a_again = (one_repeat(as_is, 1), one_repeat(slowed, 1), one_repeat(as_is, 2))

@@ -125,7 +125,7 @@ def test_configurations_with_and_without_a_capacity_share_a_table_of_whole_rates
     missed = _configuration({100: 12.0, 200: 40.0}, saturated={200})
     both = tables.Table("fixed_rate", "", pd.concat([met.data, missed.data.assign(variant="B")]), met.display)
     capacity = tables.capacity_at_sla(both)
-    assert capacity.display.iloc[:, -3:].values.tolist() == [["200", "none (run higher rates)", "–"],
-                                                             ["below every rate run", "100", "200"]]
-    assert capacity.data.to_csv(index=False).splitlines()[1:] == ["db1,xfs,oltp,A,64M,4,200,,,2",
-                                                                  "db1,xfs,oltp,B,64M,4,,100,200,2"]
+    assert capacity.display.iloc[:, -4:].values.tolist() == [["200", "none (run higher rates)", "≥ 200", "–"],
+                                                             ["below every rate run", "100", "< 100", "200"]]
+    assert capacity.data.to_csv(index=False).splitlines()[1:] == ["db1,xfs,oltp,A,64M,4,200,,200,,,2",
+                                                                  "db1,xfs,oltp,B,64M,4,,100,,100,200,2"]

@@ -254,3 +254,8 @@ def test_an_sla_that_cannot_be_met_or_missed_is_refused_in_one_line(tmp_path, ca
     _, stderr = capsys.readouterr()
     assert stderr.startswith("innomatrix: --sla-percentile ") and stderr.count("\n") == 1
     assert not (tiny / "report.html").exists()
+    # compare judges capacities by the same SLA, and refuses it alike
+    assert cli.main(["compare", str(tiny), str(tiny), *sla]) == 2
+    _, stderr = capsys.readouterr()
+    assert stderr.startswith("innomatrix: --sla-percentile ") and stderr.count("\n") == 1
+    assert not (tiny / f"compare-{tiny.name}").exists()

@@ -78,6 +78,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     # Throughput tables, verdicts and floors are about closed-loop cells; fixed-rate ones have theirs.
     cells = tables.closed_loop(every_cell)
     fixed = tables.fixed_rate(every_cell, frame.histograms, thresholds)
+    capacities = tables.capacity_at_sla(fixed, thresholds)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
     by_fs = _within(cells, "filesystem", thresholds, host_floors)
     by_layout = _within(cells, "layout", thresholds, host_floors)
@@ -85,7 +86,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     built = [t for t in (tables.layout_by_members(cells), by_members.table if by_members else None,
                          by_layout.table if by_layout else None,
                          tables.variant_by_bp(cells), tables.fs_by_bp(cells), by_fs.table if by_fs else None,
-                         fixed, tables.capacity_at_sla(fixed, thresholds),
+                         fixed, capacities, tables.capacity_within(capacities, thresholds),
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]
@@ -129,23 +130,34 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     a, b = Path(run_a), Path(run_b)
     out = Path(out_dir) if out_dir is not None else a / f"compare-{b.name}"
     frame_a, frame_b = load(a, say), load(b, say)
+    every_a, every_b = (stats.cells(frame, thresholds) for frame in (frame_a, frame_b))
     # Between runs, closed-loop throughput as everywhere: a fixed-rate cell's throughput is its offered rate.
-    cells_a, cells_b = (tables.closed_loop(stats.cells(frame, thresholds)) for frame in (frame_a, frame_b))
+    cells_a, cells_b = tables.closed_loop(every_a), tables.closed_loop(every_b)
     floors_a, floors_b = noise_floors.floors_for(a, _hosts(cells_a)), noise_floors.floors_for(b, _hosts(cells_b))
     comparison = stats.compare(cells_a, cells_b, thresholds, floors_a, floors_b, across_runs=True)
     floor = stats.noise_floor(cells_a, cells_b, confidence=thresholds.confidence)
     host_floors = [*floors_a.values(), *floors_b.values()]
     table = tables.compare_table(comparison, a.name, b.name, floor, host_floors)
+    # Fixed-rate cells: their capacities at the SLA, run A ÷ run B.
+    capacities = tables.capacity_between(
+        *(tables.capacity_at_sla(tables.fixed_rate(every, frame.histograms, thresholds), thresholds)
+          for every, frame in ((every_a, frame_a), (every_b, frame_b))),
+        a.name, b.name, floors_a, floors_b, thresholds)
     figure = plots.compare_forest(comparison, a.name, b.name)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "compare.html", cells=comparison)
     written.files += table.write(out)
+    if capacities is not None:
+        written.files += capacities.write(out)
     if figure is not None:
         written.files += _write_plots([figure], out / "plots", prune=False)
-    written.html.write_text(html.compare_document(a.name, b.name, table, figure, thresholds.describe()))
+    written.html.write_text(html.compare_document(a.name, b.name, table, figure, thresholds.describe(), capacities))
     written.files.append(written.html)
     written.lines = [_verdict_line(comparison), tables.noise_note(floor, host_floors), "",
-                     tables.markdown(table.display), "", *table.notes, "", f"compare: {written.html}"]
+                     tables.markdown(table.display), "", *table.notes, ""]
+    if capacities is not None:
+        written.lines += [capacities.title, tables.markdown(capacities.display), *capacities.notes, ""]
+    written.lines.append(f"compare: {written.html}")
     return written
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from innomatrix import layout, stats
+from innomatrix import capacity, layout, stats
 from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFloor
 from innomatrix_host import sysbench as sysbench_log
 
@@ -220,6 +220,10 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
         at_sla = sysbench_log.histogram_percentile(merged, th.sla_percentile) if merged else None
         # Met: the SLA percentile of every event within the limit, and no trial that fell behind.
         row["meets_sla"] = at_sla is not None and at_sla <= th.sla_ms and not saturated
+        # Surely met or missed: every trial on the same side (what a verdict between capacities needs).
+        each = [value for histogram in kept
+                if (value := sysbench_log.histogram_percentile(histogram, th.sla_percentile)) is not None]
+        row["sla_outcome"] = capacity.outcome(each, saturated, th.sla_ms)
         rows.append(row)
     data = pd.DataFrame(rows)
     display = data[groups].copy()
@@ -230,13 +234,17 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
                                    for value, low, high in zip(data[f"p{pct:g}_ms"], data[f"p{pct:g}_low_ms"],
                                                                data[f"p{pct:g}_high_ms"])]
     display[f"p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms"] = ["yes" if met else "no" for met in data["meets_sla"]]
+    display["every trial"] = data["sla_outcome"]
     display["trials"] = data["trials"]
     display["saturated"] = [f"{count} of {trials}" if count else "" for count, trials in zip(data["saturated"],
                                                                                           data["trials"])]
     shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
     notes = [f"Percentiles: of the merged histograms of a configuration's ok trials (every measured event once); "
              f"from {stats.PERCENTILE_INTERVAL_MIN_TRIALS} trials on, with a 95 % bootstrap interval over trials, "
-             "which is narrow with few trials (see README)."]
+             "which is narrow with few trials (see README).",
+             f"Every trial: met (missed) when each trial's own p{th.sla_percentile:g} is within (beyond) the limit, "
+             f"or missed when a trial saturated; unsure when they disagree or with fewer than "
+             f"{capacity.MIN_TRIALS} trials. Only these decide a verdict between capacities."]
     return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
                  "(ms, every measured event of the configuration's trials)", data, display[shown],
                  notes + _flag_note(table))
@@ -252,8 +260,9 @@ def rate_configurations(fixed: Table) -> Iterator[tuple[dict[str, Any], pd.DataF
 
 def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
     """Per configuration, the highest rate run that meets the SLA with every lower rate meeting it too
-    (the capacity, as far as the rates run can tell it), and the lowest rate at which a trial
-    saturated. A rate that saturated never counts as met. None without fixed-rate cells."""
+    (the capacity, as far as the rates run can tell it), the bracket its trials make sure of
+    (capacity.bracket), and the lowest rate at which a trial saturated. A rate that saturated never
+    counts as met. None without fixed-rate cells."""
     if fixed is None:
         return None
     rows = []
@@ -261,22 +270,123 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
         met = block["meets_sla"].to_numpy(dtype=bool)
         held = int(np.argmin(met)) if not met.all() else len(met)  # the rates met before the first miss
         saturating = block.loc[block["saturated"] > 0, "rate"]
+        sure = capacity.bracket([int(rate) for rate in block["rate"]], list(block["sla_outcome"]))
         rows.append({**labels,
                      "capacity_tps": int(block["rate"].iloc[held - 1]) if held else None,
                      "first_missed_tps": int(block["rate"].iloc[held]) if held < len(met) else None,
+                     "surely_met_tps": sure.met, "surely_missed_tps": sure.missed,
                      "saturates_at_tps": int(saturating.min()) if len(saturating) else None,
                      "rates_run": len(block)})
-    rates = ("capacity_tps", "first_missed_tps", "saturates_at_tps")
+    rates = ("capacity_tps", "first_missed_tps", "surely_met_tps", "surely_missed_tps", "saturates_at_tps")
     table = pd.DataFrame(rows).astype(dict.fromkeys(rates, "Int64"))  # a rate or nothing, never 200.0 or NaN
     display = table[list(labels)].copy()
     label = f"p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms"
-    for column, title, none in zip(rates, (f"capacity at {label} (tps)", "first rate missed", "saturates at"),
-                                   ("below every rate run", "none (run higher rates)", "–")):
+    for column, title, none in zip(("capacity_tps", "first_missed_tps"), (f"capacity at {label} (tps)",
+                                                                          "first rate missed"),
+                                   ("below every rate run", "none (run higher rates)")):
         display[title] = [none if pd.isna(value) else str(value) for value in table[column]]
+    display["sure (every trial)"] = [bracket_of(row).describe() for _, row in table.iterrows()]
+    display["saturates at"] = ["–" if pd.isna(value) else str(value) for value in table["saturates_at_tps"]]
     return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
                  ["From the rates run (the `rates` knob): the capacity lies between it and the first rate missed. "
-                  "A search that narrows it, and its interval and verdicts between configurations and runs, are "
-                  "not built yet (issue #32)."])
+                  f"Sure: the rates every trial met, or every trial missed (at least {capacity.MIN_TRIALS} trials); "
+                  "verdicts between capacities stand on these alone. A search that narrows the bracket (rates: auto) "
+                  "is not built yet (issue #32)."])
+
+
+def bracket_of(row: pd.Series | dict[str, Any]) -> capacity.Bracket:
+    """A capacity_at_sla row's sure bracket."""
+    return capacity.Bracket(*(None if pd.isna(row[column]) else int(row[column])
+                              for column in ("surely_met_tps", "surely_missed_tps")))
+
+
+def _capacity_of(row: pd.Series | dict[str, Any]) -> int | None:
+    return None if pd.isna(row["capacity_tps"]) else int(row["capacity_tps"])
+
+
+# What a capacity comparison within a run may vary: one of these, the others the same.
+CAPACITY_VARIED = ("layout", "members", "filesystem", "variant", "bp_size", "threads")
+
+
+def capacity_within(capacities: Table | None, th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
+    """Capacity A ÷ B for every pair of configurations of one host that differ in one setting
+    (filesystem, variant, buffer pool, layout, members or threads): the ratio, the interval their sure
+    brackets allow, and the verdict (capacity.verdict). Hosts are not compared here: each host's run
+    moves by its own drift. None with fewer than two configurations."""
+    if capacities is None or len(capacities.data) < 2:
+        return None
+    data = capacities.data
+    labels = [c for c in data.columns if c in ("host", "workload", *CAPACITY_VARIED)]
+    rows = []
+    for i, j in ((i, j) for i in range(len(data)) for j in range(i + 1, len(data))):
+        a, b = data.iloc[i], data.iloc[j]
+        varied = [c for c in labels if a[c] != b[c]]
+        if len(varied) != 1 or varied[0] not in CAPACITY_VARIED:
+            continue
+        found = capacity.verdict(bracket_of(a), bracket_of(b), _capacity_of(a), _capacity_of(b))
+        rows.append(_capacity_row({c: a[c] for c in labels if c != varied[0]}, varied[0], a[varied[0]], b[varied[0]],
+                                  a, b, found))
+    return _capacity_table("capacity_compare", f"Capacity at p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms, "
+                           "configuration A ÷ B within the run", rows)
+
+
+def capacity_between(capacities_a: Table | None, capacities_b: Table | None, name_a: str, name_b: str,
+                     floors_a: stats.Floors, floors_b: stats.Floors,
+                     th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
+    """Capacity RUN_A ÷ RUN_B for each configuration both runs ran at fixed rates: each run also
+    moves as a whole, so the interval is widened by the hosts' drift (their noise floors) and there
+    is no verdict without them. None when no configuration matches."""
+    if capacities_a is None or capacities_b is None:
+        return None
+    labels = [c for c in capacities_a.data.columns if c in ("host", "workload", *CAPACITY_VARIED)]
+    if labels != [c for c in capacities_b.data.columns if c in labels]:
+        return None
+    b_rows = {tuple(row[c] for c in labels): row for _, row in capacities_b.data.iterrows()}
+    rows = []
+    for _, a in capacities_a.data.iterrows():
+        key = tuple(a[c] for c in labels)
+        if key not in b_rows:
+            continue
+        b = b_rows[key]
+        drift = capacity.run_drift(_floor(floors_a, a), _floor(floors_b, b), th.confidence)
+        found = capacity.verdict(bracket_of(a), bracket_of(b), _capacity_of(a), _capacity_of(b), drift,
+                                 across_runs=True)
+        rows.append(_capacity_row(dict(zip(labels, key)), "run", name_a, name_b, a, b, found))
+    return _capacity_table("capacity_compare", f"Capacity at p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms, "
+                           f"{name_a} ÷ {name_b}", rows)
+
+
+def _floor(floors: stats.Floors, row: pd.Series) -> HostFloor | None:
+    """The closed-loop floor of the row's host, workload and layout (any server: a capacity row
+    does not name one, and a host runs one server in a run)."""
+    found = [floor for (host, workload, _, floor_layout), floor in floors.items()
+             if host == str(row["host"]) and workload == row["workload"]
+             and floor_layout == row.get("layout", layout.PLAIN)]
+    return found[0] if len(found) == 1 else None
+
+
+def _capacity_row(same: dict[str, Any], by: str, value_a: Any, value_b: Any, a: pd.Series, b: pd.Series,
+                  found: stats.Verdict) -> dict[str, Any]:
+    return {**same, "by": by, "a": value_a, "b": value_b, "capacity_a_tps": _capacity_of(a),
+            "capacity_b_tps": _capacity_of(b), "sure_a": bracket_of(a).describe(), "sure_b": bracket_of(b).describe(),
+            "ratio": found.ratio, "ci_low": found.low, "ci_high": found.high, "verdict": found.verdict,
+            "interval_from": found.source}
+
+
+def _capacity_table(name: str, title: str, rows: list[dict[str, Any]]) -> Table | None:
+    if not rows:
+        return None
+    data = pd.DataFrame(rows).astype({"capacity_a_tps": "Int64", "capacity_b_tps": "Int64"})  # a rate or nothing
+    display = data.drop(columns=["ratio", "ci_low", "ci_high", "interval_from"]).astype(object)
+    for column in ("capacity_a_tps", "capacity_b_tps"):
+        display[column] = ["–" if pd.isna(value) else str(value) for value in data[column]]
+    display.insert(len(display.columns) - 1, "A ÷ B", [
+        f"{fmt(ratio, 2)} ({fmt(low, 2)}–{'∞' if math.isinf(high) else fmt(high, 2)})"
+        for ratio, low, high in zip(data["ratio"], data["ci_low"], data["ci_high"])])
+    return Table(name, title, data, display,
+                 ["A ÷ B: of the capacities (the highest rate each met); the interval is what the sure "
+                  "brackets allow (the rate one surely meets ÷ the one the other surely misses), widened by "
+                  "each run's drift between two runs. Differs: one surely meets a rate the other surely misses."])
 
 
 def variant_by_bp(cells: pd.DataFrame) -> Table | None:

@@ -1,0 +1,125 @@
+"""Capacity at a latency SLA: what a run's rates say about it, how sure, and when two differ.
+
+A configuration's capacity is the highest rate it carries with the SLA's percentile within the
+limit. The rates run bracket it: a rate met says the capacity is at or above it, a rate missed
+that it is below. Which side of the limit a rate lies on is itself measured, with a few trials:
+at a rate near the capacity one trial meets the SLA and the next misses it. So a rate counts for
+the bracket only when every trial agrees:
+
+- **met**: every ok trial's own percentile is within the limit (the merged one then is too);
+- **missed**: every trial's own percentile is beyond it, or any trial saturated (it fell behind
+  the rate offered: the latency it would have had is not even measured);
+- **unsure**: the trials disagree, or there are fewer than MIN_TRIALS of them.
+
+Two capacities differ only when one configuration surely meets a rate the other surely misses
+(its bracket lies wholly above the other's). Why every trial and MIN_TRIALS = 3: at a rate whose
+true percentile sits exactly at the limit each trial lands on either side with probability ½, so
+n trials all on one side of it happen with probability ½ⁿ each way; a false "differs" between
+two identical configurations needs one all met and the other all missed: 2 × ¼ⁿ = 3 % at n = 3
+(12.5 % at n = 2), and less at any other rate. Between two runs, each run also moves as a whole
+(the host's noise floor, `innomatrix noise`, measures how far): the bracket ratio must then clear
+that drift's 95 % interval as well, and without both floors there is no verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import t as student_t
+
+from innomatrix import stats
+
+MET, MISSED, UNSURE = "met", "missed", "unsure"
+MIN_TRIALS = 3
+INCONSISTENT = "a rate surely met above one surely missed: no capacity"
+NOTHING_SURE = (f"no rate surely met or missed on a side (trials disagree, or fewer than {MIN_TRIALS} at a rate): "
+                "capacity unknown")
+
+
+def outcome(trial_percentiles: Sequence[float], saturated: int, sla_ms: float) -> str:
+    """Which side of the SLA a rate surely lies on, from each ok trial's own percentile (ms) and
+    the number of its trials that saturated."""
+    if saturated:
+        return MISSED
+    if len(trial_percentiles) < MIN_TRIALS:
+        return UNSURE
+    if max(trial_percentiles) <= sla_ms:
+        return MET
+    if min(trial_percentiles) > sla_ms:
+        return MISSED
+    return UNSURE
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """Where a configuration's capacity lies, as far as its rates can tell: at or above `met`
+    (None: no rate surely met) and below `missed` (None: no rate surely missed)."""
+
+    met: int | None
+    missed: int | None
+
+    @property
+    def consistent(self) -> bool:
+        return self.met is None or self.missed is None or self.met < self.missed
+
+    def describe(self) -> str:
+        if not self.consistent:
+            return INCONSISTENT
+        low = f"≥ {self.met}" if self.met is not None else ""
+        high = f"< {self.missed}" if self.missed is not None else ""
+        return " and ".join(part for part in (low, high) if part) or "unknown"
+
+
+UNKNOWN_BRACKET = Bracket(None, None)
+
+
+def bracket(rates: Sequence[int], outcomes: Sequence[str]) -> Bracket:
+    """The highest rate surely met and the lowest surely missed."""
+    met = [rate for rate, seen in zip(rates, outcomes) if seen == MET]
+    missed = [rate for rate, seen in zip(rates, outcomes) if seen == MISSED]
+    return Bracket(max(met) if met else None, min(missed) if missed else None)
+
+
+def run_drift(floor_a: stats.HostFloor | None, floor_b: stats.HostFloor | None,
+              confidence: float = 0.95) -> float | None:
+    """The half-width (log scale) of the interval two runs' own movements put around a ratio of
+    their capacities: each run moves as a whole by its host's floor. None without both floors.
+    One floor serving both sides is one estimate, with its own degrees of freedom.
+
+    The floor is measured on closed-loop throughput; it stands in for the capacity's own drift on
+    the assumption that a run whose server does x % more or less work a second carries x % more
+    or less load at the same latency. A floor of fixed-rate runs would measure it directly; none
+    is kept yet."""
+    if floor_a is None or floor_b is None:
+        return None
+    if floor_a == floor_b:
+        variance, df = 2 * floor_a.sd_log ** 2, float(floor_a.df)
+    else:
+        parts = [(floor.sd_log ** 2, float(floor.df)) for floor in (floor_a, floor_b)]
+        variance = sum(value for value, _ in parts)
+        df = variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts) if variance else 1.0
+    return float(student_t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
+
+
+def verdict(a: Bracket, b: Bracket, capacity_a: int | None, capacity_b: int | None,
+            drift: float | None = 0.0, across_runs: bool = False) -> stats.Verdict:
+    """A ÷ B of two capacities: the ratio of their point capacities (the highest rate met by the
+    merged percentile), the interval their brackets allow (widened by `drift`, the runs' own
+    movement, between two runs), and the verdict. Between runs without `drift`, no verdict."""
+    ratio = capacity_a / capacity_b if capacity_a and capacity_b else float("nan")
+    if not (a.consistent and b.consistent):
+        return stats.Verdict(ratio, float("nan"), float("nan"), INCONSISTENT)
+    if a == UNKNOWN_BRACKET or b == UNKNOWN_BRACKET:
+        return stats.Verdict(ratio, float("nan"), float("nan"), NOTHING_SURE)
+    low = a.met / b.missed if a.met is not None and b.missed is not None else 0.0
+    high = a.missed / b.met if a.missed is not None and b.met is not None else math.inf
+    if across_runs and drift is None:
+        return stats.Verdict(ratio, low, high, stats.DRIFT_UNKNOWN, stats.FROM_TRIALS)
+    widen = math.exp(drift or 0.0)
+    low, high = low / widen, high * widen
+    source = stats.FROM_DRIFT if across_runs else stats.FROM_TRIALS
+    # A bound of exactly 1 still separates them: a rate one surely meets, the other surely misses.
+    found = stats.DIFFERS if low >= 1 or high <= 1 else stats.SAME
+    return stats.Verdict(ratio, low, high, found, source)

@@ -1,0 +1,149 @@
+"""Capacity at the SLA, and verdicts between capacities: which side of the limit a rate surely
+lies on, the bracket that makes, and when two brackets differ — within a run, and between runs
+with each run's drift. Known answers by simulation: identical configurations are called different
+rarely (A/A), a configuration with half the capacity is found lower, with the right sign."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from innomatrix import capacity, stats
+from innomatrix.capacity import MET, MISSED, UNSURE, Bracket
+from innomatrix.report import tables
+
+
+def test_a_rate_is_sure_only_when_every_trial_agrees_and_saturation_is_a_miss() -> None:
+    assert capacity.outcome([2.0, 9.9, 10.0], saturated=0, sla_ms=10) == MET
+    assert capacity.outcome([10.1, 30.0, 11.0], saturated=0, sla_ms=10) == MISSED
+    assert capacity.outcome([2.0, 30.0, 3.0], saturated=0, sla_ms=10) == UNSURE
+    assert capacity.outcome([2.0, 3.0], saturated=0, sla_ms=10) == UNSURE  # too few to be sure
+    assert capacity.outcome([2.0, 3.0, 4.0], saturated=1, sla_ms=10) == MISSED
+    assert capacity.outcome([], saturated=2, sla_ms=10) == MISSED
+
+
+def test_the_bracket_is_the_highest_rate_surely_met_and_the_lowest_surely_missed() -> None:
+    rates = [100, 200, 400, 800]
+    assert capacity.bracket(rates, [MET, MET, UNSURE, MISSED]) == Bracket(200, 800)
+    assert capacity.bracket(rates, [UNSURE] * 4) == capacity.UNKNOWN_BRACKET
+    assert capacity.bracket(rates, [MET, MISSED, MET, MISSED]) == Bracket(400, 200)
+    assert not Bracket(400, 200).consistent and Bracket(400, 200).describe() == capacity.INCONSISTENT
+    assert Bracket(200, 800).describe() == "≥ 200 and < 800" and Bracket(None, 100).describe() == "< 100"
+
+
+def test_within_a_run_one_surely_meeting_a_rate_the_other_surely_misses_differs() -> None:
+    found = capacity.verdict(Bracket(200, 400), Bracket(100, 200), 200, 100)
+    assert (found.verdict, found.ratio, found.low, found.high) == (stats.DIFFERS, 2.0, 1.0, 4.0)
+    assert capacity.verdict(Bracket(100, 200), Bracket(200, None), 100, 200).high == 1.0  # the other sign
+    assert capacity.verdict(Bracket(100, 200), Bracket(200, None), 100, 200).differs
+    overlapping = capacity.verdict(Bracket(100, 400), Bracket(200, 800), 200, 400)
+    assert overlapping.verdict == stats.SAME and overlapping.low < 1 < overlapping.high
+    assert capacity.verdict(Bracket(None, None), Bracket(100, 200), None, 100).verdict == capacity.NOTHING_SURE
+    assert capacity.verdict(Bracket(400, 200), Bracket(100, 200), 100, 100).verdict == capacity.INCONSISTENT
+    unbounded = capacity.verdict(Bracket(400, None), Bracket(None, 100), 400, None)
+    assert unbounded.differs and math.isnan(unbounded.ratio) and unbounded.high == math.inf
+
+
+def _floor(sd_log: float, df: int = 2, host: str = "db1") -> stats.HostFloor:
+    return stats.HostFloor(host=host, device="loop", sd_log=sd_log, df=df, trials=9, run="noise-1",
+                           measured="2026-11-27T00:00:00Z", workload="oltp", server="mariadb 10.11")
+
+
+def test_between_runs_the_bracket_must_clear_each_runs_drift_and_without_floors_there_is_no_verdict() -> None:
+    a, b = Bracket(100, 200), Bracket(50, 100)  # A surely meets 100/s, B surely misses it
+    assert capacity.verdict(a, b, 100, 50).differs  # in one run
+    assert capacity.verdict(a, b, 100, 50, drift=None, across_runs=True).verdict == stats.DRIFT_UNKNOWN
+    drift = capacity.run_drift(_floor(0.05), _floor(0.05))
+    assert drift == pytest.approx(4.303 * math.sqrt(2) * 0.05, rel=1e-3)  # one floor for both: df 2
+    found = capacity.verdict(a, b, 100, 50, drift, across_runs=True)
+    assert found.verdict == stats.SAME and found.source == stats.FROM_DRIFT  # 100 ÷ 100 cannot clear any drift
+    wide = capacity.verdict(Bracket(200, None), Bracket(None, 100), 200, None, drift, across_runs=True)
+    assert wide.differs and wide.low == pytest.approx(2 / math.exp(drift))
+    assert capacity.run_drift(_floor(0.05), None) is None
+    assert capacity.run_drift(_floor(0.05), _floor(0.05, host="db2")) < drift  # two estimates: more df
+
+
+SLA_MS, RATES, TRIALS = 10.0, [50, 100, 150, 200, 250, 300], 3
+
+
+def _trial_p99(rng: np.random.Generator, capacity_tps: float, rate: int) -> float:
+    """One trial's p99 at a rate: a queue's latency growing as the rate nears the configuration's
+    capacity (10 ms at `capacity_tps` exactly), each trial moving 10 % on its own."""
+    load = min(rate / (capacity_tps * 1.25), 0.999)
+    return 2.0 / (1 - load) * math.exp(rng.normal(0, 0.1))
+
+
+def _bracket(rng: np.random.Generator, capacity_tps: float) -> Bracket:
+    outcomes = [capacity.outcome([_trial_p99(rng, capacity_tps, rate) for _ in range(TRIALS)], 0, SLA_MS)
+                for rate in RATES]
+    return capacity.bracket(RATES, outcomes)
+
+
+def test_known_answers_identical_configurations_rarely_differ_and_half_the_capacity_is_found_lower() -> None:
+    # Capacities between the grid's rates and right on one (the worst case: each trial a coin toss there).
+    rng = np.random.default_rng(7)
+    for true in (150.0, 175.0):
+        false = sum(capacity.verdict(_bracket(rng, true), _bracket(rng, true), None, None).differs
+                    for _ in range(1000))
+        assert false / 1000 <= 0.05, (true, false)
+    found = [capacity.verdict(_bracket(rng, 100.0), _bracket(rng, 200.0), None, None) for _ in range(1000)]
+    assert sum(v.differs and v.high <= 1 for v in found) / 1000 >= 0.95
+    assert not any(v.differs and v.low >= 1 for v in found)  # never the wrong sign
+
+
+def _configuration(variant: str, latency_by_rate: dict[int, float], saturated: set[int] = frozenset()) -> pd.DataFrame:
+    cells, histograms = [], {}
+    for rate, latency in latency_by_rate.items():
+        for repeat in (1, 2, 3):
+            trial = f"db1/xfs/oltp/{variant}/bp-64M/t4-rate{rate}/r{repeat}"
+            cells.append({"host": "db1", "layout": "plain", "members": 1, "filesystem": "xfs", "workload": "oltp",
+                          "variant": variant, "bp_size": "64M", "threads": 4, "rate": rate, "repeat": repeat,
+                          "status": "ok", "trial": trial, "throughput_median": rate * 0.99,
+                          "flags": f"saturated at {rate}/s: completed …" if rate in saturated else "",
+                          "flagged": rate in saturated})
+            histograms[trial] = [(latency * (1 + repeat / 100), 990), (latency * 1.5, 10)]
+    return pd.DataFrame(cells), histograms
+
+
+def _capacities(*configurations: tuple[pd.DataFrame, dict]) -> tables.Table:
+    cells = pd.concat([cells for cells, _ in configurations])
+    histograms = {trial: h for _, hs in configurations for trial, h in hs.items()}
+    return tables.capacity_at_sla(tables.fixed_rate(cells, histograms), stats.DEFAULTS)
+
+
+def test_the_report_compares_configurations_that_differ_in_one_setting() -> None:
+    fast = _configuration("A", {100: 2.0, 200: 4.0, 400: 30.0})
+    slow = _configuration("B", {100: 6.0, 200: 40.0, 400: 90.0}, saturated={400})
+    table = tables.capacity_within(_capacities(fast, slow))
+    [row] = table.data.to_dict("records")
+    assert (row["by"], row["a"], row["b"], row["capacity_a_tps"], row["capacity_b_tps"]) == ("variant", "A", "B", 200, 100)
+    assert (row["verdict"], row["ratio"], row["ci_low"], row["ci_high"]) == (stats.DIFFERS, 2.0, 1.0, 4.0)
+    assert (row["sure_a"], row["sure_b"]) == ("≥ 200 and < 400", "≥ 100 and < 200")
+    assert table.display["A ÷ B"].iloc[0] == "2.00 (1.00–4.00)"
+    same = tables.capacity_within(_capacities(fast, _configuration("B", {100: 2.0, 200: 4.0, 400: 30.0})))
+    assert same.data["verdict"].tolist() == [stats.SAME]
+    assert tables.capacity_within(_capacities(fast)) is None
+
+
+def test_compare_between_runs_uses_each_hosts_floor_and_gives_no_verdict_without_one() -> None:
+    run_a = _capacities(_configuration("A", {50: 2.0, 100: 4.0, 200: 8.0}))
+    run_b = _capacities(_configuration("A", {50: 8.0, 100: 30.0, 200: 90.0}, saturated={200}))
+    floors = {("db1", "oltp", "mariadb 10.11", "plain"): _floor(0.05)}
+    [row] = tables.capacity_between(run_a, run_b, "as-is", "slowed", floors, floors).data.to_dict("records")
+    assert (row["by"], row["a"], row["b"], row["verdict"], row["interval_from"]) == (
+        "run", "as-is", "slowed", stats.DIFFERS, stats.FROM_DRIFT)
+    assert row["ci_low"] == pytest.approx(200 / 100 / math.exp(capacity.run_drift(_floor(0.05), _floor(0.05))))
+    [row] = tables.capacity_between(run_a, run_b, "as-is", "slowed", {}, {}).data.to_dict("records")
+    assert row["verdict"] == stats.DRIFT_UNKNOWN
+    assert tables.capacity_between(run_a, None, "as-is", "none", {}, {}) is None
+
+
+def test_a_configuration_below_every_rate_shows_no_capacity_and_the_table_keeps_whole_rates() -> None:
+    fast = _configuration("A", {100: 2.0, 200: 4.0})
+    below = _configuration("B", {100: 40.0, 200: 90.0})
+    table = tables.capacity_within(_capacities(fast, below))
+    assert table.data.to_csv(index=False).splitlines()[1] == "db1,xfs,oltp,64M,4,variant,A,B,200,,≥ 200,< 100,,2.0,inf,differs,trials"
+    assert (table.display["capacity_a_tps"].iloc[0], table.display["capacity_b_tps"].iloc[0]) == ("200", "–")
+    assert table.data["verdict"].iloc[0] == stats.DIFFERS and table.display["A ÷ B"].iloc[0] == "– (2.00–∞)"
