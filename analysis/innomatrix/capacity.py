@@ -3,22 +3,30 @@
 A configuration's capacity is the highest rate it carries with the SLA's percentile within the
 limit. The rates run bracket it: a rate met says the capacity is at or above it, a rate missed
 that it is below. Which side of the limit a rate lies on is itself measured, with a few trials:
-at a rate near the capacity one trial meets the SLA and the next misses it. So a rate counts for
-the bracket only when every trial agrees:
+at a rate near the capacity one trial meets the SLA and the next misses it. So each trial meets
+the rate (its own percentile within the limit) or misses it (beyond it, or the trial saturated:
+it fell behind the rate offered, and the latency it would have had is not even measured), and a
+rate counts for the bracket only when its trials agree:
 
-- **met**: every ok trial's own percentile is within the limit (the merged one then is too);
-- **missed**: every trial's own percentile is beyond it, or any trial saturated (it fell behind
-  the rate offered: the latency it would have had is not even measured);
-- **unsure**: the trials disagree, or there are fewer than MIN_TRIALS of them.
+- **met**: every ok trial met it; **missed**: every ok trial missed it;
+- **unsure**: they disagree, a trial has no histogram, or there are fewer than MIN_TRIALS.
+
+(The merged histogram's percentile, which gives the point capacity, can differ from every
+trial's own: sysbench rounds the rank within each histogram.)
 
 Two capacities differ only when one configuration surely meets a rate the other surely misses
 (its bracket lies wholly above the other's). Why every trial and MIN_TRIALS = 3: at a rate whose
 true percentile sits exactly at the limit each trial lands on either side with probability ½, so
 n trials all on one side of it happen with probability ½ⁿ each way; a false "differs" between
-two identical configurations needs one all met and the other all missed: 2 × ¼ⁿ = 3 % at n = 3
-(12.5 % at n = 2), and less at any other rate. Between two runs, each run also moves as a whole
-(the host's noise floor, `innomatrix noise`, measures how far): the bracket ratio must then clear
-that drift's 95 % interval as well, and without both floors there is no verdict.
+two identical configurations at that rate needs one all met and the other all missed: 2 × ¼ⁿ =
+3 % at n = 3 (12.5 % at n = 2). Latency grows with the rate, so each end of the bracket stands
+on every trial beyond it: the capacity is at least a rate when every trial at it and below met
+the SLA, and below a rate when every trial at it and above missed (`bracket`). Rates closer
+together than the trials' own spread thus add no chances of a lucky end (tests/unit/test_capacity.py
+measures both cases). Between two runs,
+each run also moves as a whole (the host's noise floor, `innomatrix noise`, measures how far):
+the bracket ratio must then clear that drift's 95 % interval as well, and without both floors
+there is no verdict.
 """
 
 from __future__ import annotations
@@ -33,23 +41,18 @@ from innomatrix import stats
 
 MET, MISSED, UNSURE = "met", "missed", "unsure"
 MIN_TRIALS = 3
-INCONSISTENT = "a rate surely met above one surely missed: no capacity"
 NOTHING_SURE = (f"no rate surely met or missed on a side (trials disagree, or fewer than {MIN_TRIALS} at a rate): "
                 "capacity unknown")
 
 
-def outcome(trial_percentiles: Sequence[float], saturated: int, sla_ms: float) -> str:
-    """Which side of the SLA a rate surely lies on, from each ok trial's own percentile (ms) and
-    the number of its trials that saturated."""
-    if saturated:
-        return MISSED
-    if len(trial_percentiles) < MIN_TRIALS:
+def outcome(trials: Sequence[tuple[float | None, bool]], sla_ms: float) -> str:
+    """Which side of the SLA a rate surely lies on, from each ok trial's own percentile (ms; None:
+    no histogram) and whether it saturated."""
+    if len(trials) < MIN_TRIALS:
         return UNSURE
-    if max(trial_percentiles) <= sla_ms:
-        return MET
-    if min(trial_percentiles) > sla_ms:
-        return MISSED
-    return UNSURE
+    sides = {MISSED if saturated else None if value is None else MET if value <= sla_ms else MISSED
+             for value, saturated in trials}
+    return sides.pop() if len(sides) == 1 and None not in sides else UNSURE
 
 
 @dataclass(frozen=True)
@@ -60,13 +63,7 @@ class Bracket:
     met: int | None
     missed: int | None
 
-    @property
-    def consistent(self) -> bool:
-        return self.met is None or self.missed is None or self.met < self.missed
-
     def describe(self) -> str:
-        if not self.consistent:
-            return INCONSISTENT
         low = f"≥ {self.met}" if self.met is not None else ""
         high = f"< {self.missed}" if self.missed is not None else ""
         return " and ".join(part for part in (low, high) if part) or "unknown"
@@ -76,10 +73,21 @@ UNKNOWN_BRACKET = Bracket(None, None)
 
 
 def bracket(rates: Sequence[int], outcomes: Sequence[str]) -> Bracket:
-    """The highest rate surely met and the lowest surely missed."""
-    met = [rate for rate, seen in zip(rates, outcomes) if seen == MET]
-    missed = [rate for rate, seen in zip(rates, outcomes) if seen == MISSED]
-    return Bracket(max(met) if met else None, min(missed) if missed else None)
+    """The highest rate surely met with every rate below it surely met too, and the lowest rate
+    surely missed with every rate above it surely missed too: latency grows with the rate, so
+    each end stands on all the trials beyond it, not on the few of one rate (rates closer together
+    than the trials' spread would otherwise each add their chance of a lucky end)."""
+    ordered = sorted(zip(rates, outcomes))
+    met = missed = None
+    for rate, seen in ordered:
+        if seen != MET:
+            break
+        met = rate
+    for rate, seen in reversed(ordered):
+        if seen != MISSED:
+            break
+        missed = rate
+    return Bracket(met, missed)
 
 
 def run_drift(floor_a: stats.HostFloor | None, floor_b: stats.HostFloor | None,
@@ -109,8 +117,6 @@ def verdict(a: Bracket, b: Bracket, capacity_a: int | None, capacity_b: int | No
     merged percentile), the interval their brackets allow (widened by `drift`, the runs' own
     movement, between two runs), and the verdict. Between runs without `drift`, no verdict."""
     ratio = capacity_a / capacity_b if capacity_a and capacity_b else float("nan")
-    if not (a.consistent and b.consistent):
-        return stats.Verdict(ratio, float("nan"), float("nan"), INCONSISTENT)
     if a == UNKNOWN_BRACKET or b == UNKNOWN_BRACKET:
         return stats.Verdict(ratio, float("nan"), float("nan"), NOTHING_SURE)
     low = a.met / b.missed if a.met is not None and b.missed is not None else 0.0

@@ -103,15 +103,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from innomatrix import report
 
-    if args.by == "host":
-        if args.run_b is not None:
-            return _usage(f"compare --by host takes one run, not {args.run_a} and {args.run_b}")
-        return _run_report(lambda: report.compare_hosts(args.run_a, args.out, say=_say))
-    if args.run_b is None:
-        return _usage("compare needs RUN_A and RUN_B (or one run with --by host)")
     thresholds, wrong = _sla(args)
     if wrong:
         return _usage(wrong)
+    if args.by == "host":
+        if args.run_b is not None:
+            return _usage(f"compare --by host takes one run, not {args.run_a} and {args.run_b}")
+        if args.sla_percentile is not None or args.sla_ms is not None:
+            return _usage("compare --by host compares closed-loop throughput only: --sla-percentile and --sla-ms "
+                          "are for two runs (or `innomatrix report`)")
+        return _run_report(lambda: report.compare_hosts(args.run_a, args.out, say=_say))
+    if args.run_b is None:
+        return _usage("compare needs RUN_A and RUN_B (or one run with --by host)")
     return _run_report(lambda: report.compare(args.run_a, args.run_b, args.out, say=_say, thresholds=thresholds))
 
 
@@ -159,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", help="where to write (default: RUN itself)")
     _sla_options(r)
     r.set_defaults(func=cmd_report)
-    c = sub.add_parser("compare", help="ratio A/B of median throughput per matching cell, with 95 %% CIs")
+    c = sub.add_parser("compare", help="ratio A/B of median throughput per matching cell, and of capacity at the "
+                                       "SLA per fixed-rate configuration, with 95 %% CIs")
     c.add_argument("run_a", metavar="RUN_A", help="run directory A (the numerator); with --by host, the run")
     c.add_argument("run_b", metavar="RUN_B", nargs="?", help="run directory B (the denominator); none with --by host")
     c.add_argument("--by", choices=("run", "host"), default="run",

@@ -259,3 +259,12 @@ def test_an_sla_that_cannot_be_met_or_missed_is_refused_in_one_line(tmp_path, ca
     _, stderr = capsys.readouterr()
     assert stderr.startswith("innomatrix: --sla-percentile ") and stderr.count("\n") == 1
     assert not (tiny / f"compare-{tiny.name}").exists()
+
+
+def test_compare_by_host_refuses_an_sla_it_would_not_use(tmp_path, capsys):
+    tiny = real_tiny(tmp_path)
+    assert cli.main(["compare", str(tiny), "--by", "host", "--sla-ms", "50"]) == 2
+    _, stderr = capsys.readouterr()
+    assert stderr.startswith("innomatrix: compare --by host compares closed-loop throughput only") and \
+        stderr.count("\n") == 1
+    assert not (tiny / "compare-hosts").exists()

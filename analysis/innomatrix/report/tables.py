@@ -194,6 +194,10 @@ def closed_loop(cells: pd.DataFrame) -> pd.DataFrame:
     return cells[cells["rate"] == 0] if "rate" in cells else cells
 
 
+# How a saturated trial's flag opens (host_flags.saturated: "saturated at <rate>/s: <reasons>").
+SATURATED_MARK = "saturated at "
+
+
 def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]],
                th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
     """Each fixed-rate configuration: the rate offered, the median tps achieved, and p50 … p99.9
@@ -203,12 +207,15 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     table = cells[cells["rate"] > 0] if "rate" in cells else cells.iloc[0:0]
     if table.empty:
         return None
-    groups = ["host", *storage_keys(table), "filesystem", "workload", "variant", "bp_size", "threads", "rate"]
+    # The server names the floor a verdict between runs is judged by (a host runs one in a run).
+    server = ["server"] if "server" in table else []
+    groups = ["host", *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
     rows = []
     for key, group in table.groupby(groups, sort=True):
         ok = group[group["status"] == "ok"]
         kept = [histograms[trial] for trial in ok["trial"] if trial in histograms]
-        saturated = int(group["flags"].str.contains("saturated at", regex=False).sum())
+        fell_behind = ok["flags"].str.contains(SATURATED_MARK, regex=False)
+        saturated = int(group["flags"].str.contains(SATURATED_MARK, regex=False).sum())
         row = dict(zip(groups, key))
         row.update(trials=len(ok), achieved_tps_median=ok["throughput_median"].median(), saturated=saturated,
                    events=sum(events for histogram in kept for _, events in histogram),
@@ -221,9 +228,9 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
         # Met: the SLA percentile of every event within the limit, and no trial that fell behind.
         row["meets_sla"] = at_sla is not None and at_sla <= th.sla_ms and not saturated
         # Surely met or missed: every trial on the same side (what a verdict between capacities needs).
-        each = [value for histogram in kept
-                if (value := sysbench_log.histogram_percentile(histogram, th.sla_percentile)) is not None]
-        row["sla_outcome"] = capacity.outcome(each, saturated, th.sla_ms)
+        each = [(sysbench_log.histogram_percentile(histograms[trial], th.sla_percentile)
+                 if histograms.get(trial) else None, bool(behind)) for trial, behind in zip(ok["trial"], fell_behind)]
+        row["sla_outcome"] = capacity.outcome(each, th.sla_ms)
         rows.append(row)
     data = pd.DataFrame(rows)
     display = data[groups].copy()
@@ -252,8 +259,8 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
 
 def rate_configurations(fixed: Table) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
     """The configurations of the fixed-rate table, each as its naming columns and its rows by rate."""
-    keys = [c for c in fixed.data.columns if c in ("host", "layout", "members", "filesystem", "workload", "variant",
-                                                    "bp_size", "threads")]
+    keys = [c for c in fixed.data.columns if c in ("host", "layout", "members", "filesystem", "workload", "server",
+                                                    "variant", "bp_size", "threads")]
     for key, block in fixed.data.groupby(keys, sort=True):
         yield dict(zip(keys, key if isinstance(key, tuple) else (key,))), block.sort_values("rate")
 
@@ -316,7 +323,7 @@ def capacity_within(capacities: Table | None, th: stats.Thresholds = stats.DEFAU
     if capacities is None or len(capacities.data) < 2:
         return None
     data = capacities.data
-    labels = [c for c in data.columns if c in ("host", "workload", *CAPACITY_VARIED)]
+    labels = [c for c in data.columns if c in CAPACITY_SETTINGS]
     rows = []
     for i, j in ((i, j) for i in range(len(data)) for j in range(i + 1, len(data))):
         a, b = data.iloc[i], data.iloc[j]
@@ -334,35 +341,42 @@ def capacity_between(capacities_a: Table | None, capacities_b: Table | None, nam
                      floors_a: stats.Floors, floors_b: stats.Floors,
                      th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
     """Capacity RUN_A ÷ RUN_B for each configuration both runs ran at fixed rates: each run also
-    moves as a whole, so the interval is widened by the hosts' drift (their noise floors) and there
-    is no verdict without them. None when no configuration matches."""
+    moves as a whole, so the interval is widened by the hosts' drift (their noise floors, each of
+    the server its run ran) and there is no verdict without them. None when no configuration matches."""
     if capacities_a is None or capacities_b is None:
         return None
-    labels = [c for c in capacities_a.data.columns if c in ("host", "workload", *CAPACITY_VARIED)]
-    if labels != [c for c in capacities_b.data.columns if c in labels]:
-        return None
-    b_rows = {tuple(row[c] for c in labels): row for _, row in capacities_b.data.iterrows()}
+    side_a, side_b = _settings(capacities_a.data), _settings(capacities_b.data)
+    b_rows = {tuple(row[c] for c in CAPACITY_SETTINGS): row for _, row in side_b.iterrows()}
     rows = []
-    for _, a in capacities_a.data.iterrows():
-        key = tuple(a[c] for c in labels)
+    for _, a in side_a.iterrows():
+        key = tuple(a[c] for c in CAPACITY_SETTINGS)
         if key not in b_rows:
             continue
         b = b_rows[key]
         drift = capacity.run_drift(_floor(floors_a, a), _floor(floors_b, b), th.confidence)
         found = capacity.verdict(bracket_of(a), bracket_of(b), _capacity_of(a), _capacity_of(b), drift,
                                  across_runs=True)
-        rows.append(_capacity_row(dict(zip(labels, key)), "run", name_a, name_b, a, b, found))
+        rows.append(_capacity_row(dict(zip(CAPACITY_SETTINGS, key)), "run", name_a, name_b, a, b, found))
     return _capacity_table("capacity_compare", f"Capacity at p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms, "
                            f"{name_a} ÷ {name_b}", rows)
 
 
+# What names a configuration between two runs: everything but the server (comparing servers is a use).
+CAPACITY_SETTINGS = ("host", "workload", *CAPACITY_VARIED)
+
+
+def _settings(data: pd.DataFrame) -> pd.DataFrame:
+    """A capacity table with every setting a column: a run on plain devices alone has no layout
+    and members columns (storage_keys), and reads as the plain device, one member."""
+    return data.assign(**{column: default for column, default in (("layout", layout.PLAIN), ("members", 1))
+                          if column not in data})
+
+
 def _floor(floors: stats.Floors, row: pd.Series) -> HostFloor | None:
-    """The closed-loop floor of the row's host, workload and layout (any server: a capacity row
-    does not name one, and a host runs one server in a run)."""
-    found = [floor for (host, workload, _, floor_layout), floor in floors.items()
-             if host == str(row["host"]) and workload == row["workload"]
-             and floor_layout == row.get("layout", layout.PLAIN)]
-    return found[0] if len(found) == 1 else None
+    """The floor of the row's host, workload, server and layout (floors are of closed-loop throughput)."""
+    if "server" not in row:
+        return None
+    return floors.get((str(row["host"]), str(row["workload"]), str(row["server"]), str(row["layout"])))
 
 
 def _capacity_row(same: dict[str, Any], by: str, value_a: Any, value_b: Any, a: pd.Series, b: pd.Series,
@@ -384,9 +398,11 @@ def _capacity_table(name: str, title: str, rows: list[dict[str, Any]]) -> Table 
         f"{fmt(ratio, 2)} ({fmt(low, 2)}–{'∞' if math.isinf(high) else fmt(high, 2)})"
         for ratio, low, high in zip(data["ratio"], data["ci_low"], data["ci_high"])])
     return Table(name, title, data, display,
-                 ["A ÷ B: of the capacities (the highest rate each met); the interval is what the sure "
-                  "brackets allow (the rate one surely meets ÷ the one the other surely misses), widened by "
-                  "each run's drift between two runs. Differs: one surely meets a rate the other surely misses."])
+                 ["A ÷ B: of the capacities (the highest rate each met by its merged histograms); the interval is "
+                  "what the sure brackets allow (the rate one surely meets ÷ the one the other surely misses), "
+                  "widened by each run's drift between two runs, and the ratio can lie outside it where the merged "
+                  "percentile and every trial's disagree. Differs: one surely meets a rate the other surely misses. "
+                  "Each row is one such test: of many rows, a few may differ by chance (README)."])
 
 
 def variant_by_bp(cells: pd.DataFrame) -> Table | None:
