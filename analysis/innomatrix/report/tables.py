@@ -249,8 +249,8 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     notes = [f"Percentiles: of the merged histograms of a configuration's ok trials (every measured event once); "
              f"from {stats.PERCENTILE_INTERVAL_MIN_TRIALS} trials on, with a 95 % bootstrap interval over trials, "
              "which is narrow with few trials (see README).",
-             f"Every trial: met (missed) when each trial's own p{th.sla_percentile:g} is within (beyond) the limit, "
-             f"or missed when a trial saturated; unsure when they disagree or with fewer than "
+             f"Every trial: met (missed) when each ok trial's own p{th.sla_percentile:g} is within (beyond) the "
+             f"limit, a trial that saturated missing it; unsure when they disagree or with fewer than "
              f"{capacity.MIN_TRIALS} trials. Only these decide a verdict between capacities."]
     return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
                  "(ms, every measured event of the configuration's trials)", data, display[shown],
@@ -296,9 +296,10 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
     display["saturates at"] = ["–" if pd.isna(value) else str(value) for value in table["saturates_at_tps"]]
     return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
                  ["From the rates run (the `rates` knob): the capacity lies between it and the first rate missed. "
-                  f"Sure: the rates every trial met, or every trial missed (at least {capacity.MIN_TRIALS} trials); "
-                  "verdicts between capacities stand on these alone. A search that narrows the bracket (rates: auto) "
-                  "is not built yet (issue #32)."])
+                  f"Sure: at or above the highest rate every trial met, with every rate below it, and below the "
+                  f"lowest rate every trial missed, with every rate above it (at least {capacity.MIN_TRIALS} trials "
+                  "a rate); verdicts between capacities stand on these alone. A search that narrows the bracket "
+                  "(rates: auto) is not built yet (issue #32)."])
 
 
 def bracket_of(row: pd.Series | dict[str, Any]) -> capacity.Bracket:
