@@ -48,6 +48,9 @@ def test_mdadm_over_lvm_on_the_same_members_differs_with_the_right_sign(tmp_path
     ratio = float(line.rsplit(": ", 1)[1].split("×")[0])
     assert ratio == pytest.approx(0.9, rel=0.03) and line.endswith("differs")
     assert "verdict: layout vs layout: 1 matching configurations, 1 differ" in "\n".join(written.lines)
+    # Each layout is a pass of its own: the table says its interval cannot see drift between passes.
+    markdown = (tmp_path / "run" / "tables" / "layout_compare.md").read_text()
+    assert "Each layout is a pass of its own (a layout build, a mkfs and a load apart)" in markdown
 
 
 def test_more_members_read_more_and_the_verdict_says_so(tmp_path):

@@ -722,14 +722,20 @@ WITHIN = {"host": ("host_compare", "Host vs host: ratio A/B of median throughput
           "filesystem": ("fs_compare", "Filesystem vs filesystem: ratio A/B of median throughput within the run")}
 
 
+# The within-run comparisons whose sides are passes of their own (never interleaved), by what a pass is.
+PASS_APART = {"filesystem": "filesystem", "layout": "layout", "members": "member count"}
+
+
 def within_table(comparison: pd.DataFrame, by: str, floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> Table:
     """A comparison of pairs within one run (stats.compare_within): the compare table, A and B named on each row."""
     table = compare_table(comparison, f"{by}_a", f"{by}_b", floor, host_floors)
     name, title = WITHIN[by]
     notes = [*table.notes, f"Every pair of {by}s, in sorted order: the first of the pair is A."]
-    if by == "filesystem":
-        notes.append("Each filesystem is a pass of its own (a mkfs and a load apart): drift between the passes is "
-                     "in the trials' spread only as far as it moves them.")
+    if by in PASS_APART:
+        notes.append(f"Each {PASS_APART[by]} is a pass of its own ({'a layout build, ' if by != 'filesystem' else ''}"
+                     "a mkfs and a load apart), its trials back to back: drift between the passes is in the trials' "
+                     "spread only as far as it moves them, so trials that agree closely make even a small difference "
+                     "between passes `differs`; read the ratio for its size.")
     return dataclasses.replace(table, name=name, notes=notes, title=title)
 
 
