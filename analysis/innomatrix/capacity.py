@@ -102,12 +102,12 @@ def run_drift(floor_a: stats.HostFloor | None, floor_b: stats.HostFloor | None,
     is kept yet."""
     if floor_a is None or floor_b is None:
         return None
-    if floor_a == floor_b:
-        variance, df = 2 * floor_a.sd_log ** 2, float(floor_a.df)
-    else:
-        parts = [(floor.sd_log ** 2, float(floor.df)) for floor in (floor_a, floor_b)]
-        variance = sum(value for value, _ in parts)
-        df = variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts) if variance else 1.0
+    parts: dict[stats.HostFloor, list[float]] = {}
+    for floor in (floor_a, floor_b):
+        parts.setdefault(floor, [0.0, float(floor.df)])[0] += floor.sd_log ** 2
+    variance, df = stats.combined(parts.values())
+    if variance == 0:
+        return 0.0
     return float(student_t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
 
 

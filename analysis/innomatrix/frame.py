@@ -414,6 +414,7 @@ def _saturation(output: DriverOutput, meta: dict[str, Any]) -> None:
     figures = sysbench.rate_figures(intervals, output.queue, output.fatal, meta["rate"], meta["warmup_s"],
                                     meta["report_interval_s"] or record.INTERVAL_S[0])
     if found := host_flags.saturated(figures):
+        meta["saturated"] = True
         meta["marks"].append(found["text"])
 
 

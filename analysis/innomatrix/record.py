@@ -194,6 +194,8 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "fileio_run_p99_ms": fields.number("fileio.run_latency_p99_ms", 0, 1e7),
         "iostat_truncated": False,
         "iostat_device": "",
+        # A fixed-rate trial that fell behind its arrivals (frame reads it from driver.log).
+        "saturated": False,
         "marks": marks,
         **decided,
     }

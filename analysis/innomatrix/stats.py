@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -268,16 +269,26 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
         for _, floor in sides:
             parts.setdefault(floor, [0.0, float(floor.df)])[0] += floor.sd_log ** 2
         source = FROM_DRIFT
-    variance = sum(value for value, _ in parts.values())
+    variance, df = combined(parts.values())
     if variance == 0:
         # Every trial gave the same median: that says nothing about the next one.
         return Verdict(ratio, float("nan"), float("nan"), NO_SPREAD)
-    df = variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts.values() if value > 0)
     half = float(student_t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
     low, high = math.exp(difference - half), math.exp(difference + half)
     if across_runs and not drift_known:
         return Verdict(ratio, low, high, DRIFT_UNKNOWN, source)
     return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME, source)
+
+
+def combined(parts: Iterable[Sequence[float]]) -> tuple[float, float]:
+    """The sum of independent variance estimates, each given with its degrees of freedom, and the
+    degrees of freedom of the sum by Welch-Satterthwaite (NaN for a sum of nothing but zeros).
+    One estimate that serves several terms is one part: add its terms before, count it once."""
+    parts = [(float(value), float(degrees)) for value, degrees in parts]
+    variance = sum(value for value, _ in parts)
+    if variance == 0:
+        return 0.0, float("nan")
+    return variance, variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts if value > 0)
 
 
 @dataclass(frozen=True)
@@ -411,6 +422,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     row.update({name: meta[name] for name in DIMENSIONS})
     row.update({
         "status": meta["status"],
+        "saturated": bool(meta.get("saturated", False)),
         "server": server_label(meta.get("server_flavor"), meta.get("server_version")),
         "unit": meta["throughput_unit"],
         "intervals_measured": n,

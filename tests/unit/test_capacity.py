@@ -137,7 +137,7 @@ def _configuration(variant: str, latency_by_rate: dict[int, float], saturated: s
                           "variant": variant, "bp_size": "64M", "threads": 4, "rate": rate, "repeat": repeat,
                           "status": "ok", "trial": trial, "throughput_median": rate * 0.99,
                           "flags": f"saturated at {rate}/s: completed …" if rate in saturated else "",
-                          "flagged": rate in saturated})
+                          "saturated": rate in saturated, "flagged": rate in saturated})
             histograms[trial] = [(latency * (1 + repeat / 100), 990), (latency * 1.5, 10)]
     return pd.DataFrame(cells), histograms
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from innomatrix import stats
+from innomatrix import frame, stats
 from innomatrix.report import plots, tables
 from innomatrix_host import sysbench
+from synth import Trial, steady, write_trial
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench" / "oltp"
 REPEATS = [sysbench.parse_output((FIXTURES / f"1.0.20-oltp_read_write-t4-rate600-p99-histogram-checkpoint2-repeat{n}.txt")
@@ -72,7 +73,7 @@ def _cells(rates: list[int], saturated: set[int]) -> pd.DataFrame:
             rows.append({"host": "db1", "layout": "plain", "members": 1, "filesystem": "xfs", "workload": "oltp",
                          "variant": "A", "bp_size": "64M", "threads": 4, "rate": rate, "repeat": repeat, "status": "ok",
                          "trial": f"db1/xfs/oltp/A/bp-64M/t4-rate{rate}/r{repeat}", "throughput_median": rate * 0.99,
-                         "flags": f"saturated at {rate}/s: completed …" if rate in saturated else "",
+                         "flags": f"saturated at {rate}/s: completed …" if rate in saturated else "", "saturated": rate in saturated,
                          "flagged": rate in saturated})
     rows.append({**rows[0], "rate": 0, "trial": "db1/xfs/oltp/A/bp-64M/t4/r1", "throughput_median": 1200.0})
     return pd.DataFrame(rows)
@@ -129,3 +130,13 @@ def test_configurations_with_and_without_a_capacity_share_a_table_of_whole_rates
                                                              ["below every rate run", "100", "< 100", "200"]]
     assert capacity.data.to_csv(index=False).splitlines()[1:] == ["db1,xfs,oltp,A,64M,4,200,,200,,,2",
                                                                   "db1,xfs,oltp,B,64M,4,,100,,100,200,2"]
+
+
+def test_a_trial_that_fell_behind_its_arrivals_is_saturated_in_the_cells_table(tmp_path) -> None:
+    # The rule the host flags it by, on the driver.log as loaded: 100/s offered and about 100
+    # done is within the rate; 1000/s offered and 500 done fell behind.
+    for rate, level in ((100, 100.0), (1000, 500.0)):
+        write_trial(tmp_path / "run", Trial(tps=steady(20, level, 0.01, seed=rate), rate=rate, warmup_s=2))
+    cells = stats.cells(frame.load(tmp_path / "run")).set_index("rate")
+    assert (bool(cells.loc[100, "saturated"]), bool(cells.loc[1000, "saturated"])) == (False, True)
+    assert "saturated at 1000/s: completed" in cells.loc[1000, "flags"]

@@ -216,3 +216,11 @@ def test_the_noise_floor_is_pooled_over_configurations_and_says_what_cannot_show
     assert floor.detectable == pytest.approx(stats.minimum_detectable_effect(sd_log, 3))
     assert floor.detectable == pytest.approx(math.exp(2.776 * sd_log * math.sqrt(2 / 3)) - 1, rel=1e-3)
     assert math.isnan(stats.minimum_detectable_effect(sd_log, 1))
+
+
+def test_variance_parts_combine_by_welch_satterthwaite():
+    # Two equal parts of 2 degrees of freedom each: 4 together; a part of none leaves the rest's.
+    assert stats.combined([(1.0, 2), (1.0, 2)]) == (2.0, 4.0)
+    assert stats.combined([(0.5, 3), (0.0, 1)]) == (0.5, 3.0)
+    variance, df = stats.combined([(0.0, 2)])
+    assert variance == 0.0 and math.isnan(df)

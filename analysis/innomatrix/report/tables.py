@@ -194,10 +194,6 @@ def closed_loop(cells: pd.DataFrame) -> pd.DataFrame:
     return cells[cells["rate"] == 0] if "rate" in cells else cells
 
 
-# How a saturated trial's flag opens (host_flags.saturated: "saturated at <rate>/s: <reasons>").
-SATURATED_MARK = "saturated at "
-
-
 def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]],
                th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
     """Each fixed-rate configuration: the rate offered, the median tps achieved, and p50 … p99.9
@@ -214,8 +210,8 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     for key, group in table.groupby(groups, sort=True):
         ok = group[group["status"] == "ok"]
         kept = [histograms[trial] for trial in ok["trial"] if trial in histograms]
-        fell_behind = ok["flags"].str.contains(SATURATED_MARK, regex=False)
-        saturated = int(group["flags"].str.contains(SATURATED_MARK, regex=False).sum())
+        fell_behind = ok["saturated"]
+        saturated = int(group["saturated"].sum())
         row = dict(zip(groups, key))
         row.update(trials=len(ok), achieved_tps_median=ok["throughput_median"].median(), saturated=saturated,
                    events=sum(events for histogram in kept for _, events in histogram),
