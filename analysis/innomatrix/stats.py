@@ -357,7 +357,7 @@ CELL_METRICS = (
     THROUGHPUT, "driver.tps", "driver.lat_ms", "driver.err_s", "driver.reconn_s", "driver.fsyncs_s",
     "vmstat.us", "vmstat.sy", "vmstat.wa", "vmstat.id",
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
-    "status.Innodb_data_written", "status.Innodb_os_log_written",
+    "status.Innodb_data_written", "status.Innodb_os_log_written", "status.Innodb_data_fsyncs",
 )
 DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
               "threads", "rate", "repeat")
@@ -398,6 +398,16 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if values.size else float("nan")
 
 
+def _transactions_per_s(unit: object, tps_mean: float, throughput_mean: float) -> float:
+    """The transactions a second a cost is per: sysbench OLTP's tps; tpcc-mysql's New-Orders
+    (tpmC ÷ 60, each carrying its share of the other transaction types); NaN for fileio."""
+    if unit == "tps":
+        return tps_mean
+    if unit == "tpmC":
+        return throughput_mean / 60
+    return float("nan")
+
+
 def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.DataFrame | None,
              th: Thresholds) -> dict[str, Any]:
     ri = float(meta["report_interval_s"])
@@ -415,9 +425,12 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     runs = episodes(stalls)
     reconn = _series(rows, "driver.reconn_s")
     tps = _series(rows, "driver.tps")
-    tps_mean = _mean(tps)
+    trx_per_s = _transactions_per_s(meta["throughput_unit"], _mean(tps), _mean(tput))
     innodb_bps = _mean(_series(rows, "status.Innodb_data_written")) + _mean(_series(rows, "status.Innodb_os_log_written"))
     device_bps = _mean(_series(rows, "iostat.wkB/s")) * 1024
+
+    def per_trx(per_s: float) -> float:
+        return per_s / trx_per_s if trx_per_s > 0 else float("nan")
     row: dict[str, Any] = {"trial": trial}
     row.update({name: meta[name] for name in DIMENSIONS})
     row.update({
@@ -455,8 +468,15 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "dev_r_await_ms": _mean(_series(rows, "iostat.r_await")),
         "dev_w_await_ms": _mean(_series(rows, "iostat.w_await")),
         "dev_util_pct": _mean(_series(rows, "iostat.util")),
-        "innodb_bytes_per_trx": innodb_bps / tps_mean if tps_mean and tps_mean > 0 else float("nan"),
-        "device_bytes_per_trx": device_bps / tps_mean if tps_mean and tps_mean > 0 else float("nan"),
+        "trx_per_s": trx_per_s,
+        "innodb_bytes_per_trx": per_trx(innodb_bps),
+        "device_bytes_per_trx": per_trx(device_bps),
+        # What a transaction costs the device and the server (the measured intervals' means, ÷ trx_per_s).
+        "dev_reads_per_trx": per_trx(_mean(_series(rows, "iostat.r/s"))),
+        "dev_kib_read_per_trx": per_trx(_mean(_series(rows, "iostat.rkB/s"))),
+        "dev_kib_written_per_trx": per_trx(device_bps / 1024),
+        "redo_bytes_per_trx": per_trx(_mean(_series(rows, "status.Innodb_os_log_written"))),
+        "fsyncs_per_trx": per_trx(_mean(_series(rows, "status.Innodb_data_fsyncs"))),
         "write_amplification": device_bps / innodb_bps if innodb_bps and innodb_bps > 0 else float("nan"),
         # fileio: the whole run's percentiles from sysbench's latency histogram (trial.json).
         "fileio_run_p95_ms": meta["fileio_run_p95_ms"],

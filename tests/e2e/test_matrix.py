@@ -190,6 +190,16 @@ def test_the_demos_second_trials_give_its_report_a_verdict_with_its_interval(env
     assert (row["filesystem_a"], row["filesystem_b"], row["a_trials"], row["b_trials"]) == ("ext4", "xfs", 2, 2)
     assert row["verdict"] in ("differs", "no difference") and row["ci_low"] < row["ratio"] < row["ci_high"], row
     assert "Filesystem vs filesystem" in (env.results / "e2e-verdict" / "report.html").read_text()
+    # What a transaction cost each filesystem's trials, from the real vmstat, iostat and SHOW GLOBAL
+    # STATUS: the host's CPU (host.json's vCPUs), the device's writes, InnoDB's redo and fsyncs.
+    costs = pd.read_csv(env.results / "e2e-verdict" / "tables" / "cost_per_trx.csv")
+    print(costs.to_string())
+    assert sorted(costs["filesystem"]) == ["ext4", "xfs"] and set(costs["trials"]) == {2}
+    for column in ("cpu_us_per_trx", "dev_kib_written_per_trx", "redo_bytes_per_trx", "fsyncs_per_trx"):
+        assert (costs[column] > 0).all(), (column, costs[column].tolist())
+    # A read-write transaction writes its redo (a few KiB), and the device writes at least that.
+    assert ((costs["redo_bytes_per_trx"] > 500) & (costs["redo_bytes_per_trx"] < 100_000)).all()
+    assert (costs["dev_kib_written_per_trx"] * 1024 >= costs["redo_bytes_per_trx"]).all()
     # The play ends with the verdict, its interval and what it compared.
     assert re.search(r"verdict: ext4 / xfs, localhost/oltp/A/64M/2: \d+\.\d{3}× \(\d+\.\d{3}–\d+\.\d{3}\) "
                      r"(differs|no difference)", done.stdout), done.stdout[-3000:]

@@ -27,7 +27,8 @@ def test_report_writes_every_output_into_the_run(run):
     for name in ("summary.csv", "cells.parquet", "intervals.parquet", "report.html"):
         assert (run / name).stat().st_size > 0, name
     tables = sorted(p.name for p in (run / "tables").iterdir())
-    assert tables == sorted(f"{t}.{ext}" for t in ("variant_by_bp", "fs_by_bp", "fs_compare", "steady_state", "cells")
+    assert tables == sorted(f"{t}.{ext}" for t in ("variant_by_bp", "cost_per_trx", "fs_by_bp", "fs_compare",
+                                                   "steady_state", "cells")
                             for ext in ("csv", "md"))
     pngs = sorted(p.name for p in (run / "plots").glob("*.png"))
     # per (host, fs, workload, threads) group: throughput (every interval and 10 s means), latency, cpu, io;

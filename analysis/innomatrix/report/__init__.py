@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from innomatrix import frame as frames
 from innomatrix import layout, stats, tree
-from innomatrix.report import html, plots, tables
+from innomatrix.report import costs, html, plots, tables
 from innomatrix.report import noise_floors
 
 Say = Callable[[str], None]
@@ -85,7 +85,8 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     by_members = _within(cells[cells["layout"] != layout.PLAIN], "members", thresholds, host_floors)
     built = [t for t in (tables.layout_by_members(cells), by_members.table if by_members else None,
                          by_layout.table if by_layout else None,
-                         tables.variant_by_bp(cells), tables.fs_by_bp(cells), by_fs.table if by_fs else None,
+                         tables.variant_by_bp(cells), costs.cost_table(cells, _vcpus(run, cells)), tables.fs_by_bp(cells),
+                         by_fs.table if by_fs else None,
                          fixed, capacities, tables.capacity_within(capacities, thresholds),
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
@@ -143,20 +144,24 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
         *(tables.capacity_at_sla(tables.fixed_rate(every, frame.histograms, thresholds), thresholds)
           for every, frame in ((every_a, frame_a), (every_b, frame_b))),
         a.name, b.name, floors_a, floors_b, thresholds)
+    cost_ratios = costs.cost_compare(cells_a, cells_b, a.name, b.name, _vcpus(a, cells_a), _vcpus(b, cells_b))
     figure = plots.compare_forest(comparison, a.name, b.name)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "compare.html", cells=comparison)
     written.files += table.write(out)
-    if capacities is not None:
-        written.files += capacities.write(out)
+    for extra in (capacities, cost_ratios):
+        if extra is not None:
+            written.files += extra.write(out)
     if figure is not None:
         written.files += _write_plots([figure], out / "plots", prune=False)
-    written.html.write_text(html.compare_document(a.name, b.name, table, figure, thresholds.describe(), capacities))
+    written.html.write_text(html.compare_document(a.name, b.name, table, figure, thresholds.describe(), capacities,
+                                                 cost_ratios))
     written.files.append(written.html)
     written.lines = [_verdict_line(comparison), tables.noise_note(floor, host_floors), "",
                      tables.markdown(table.display), "", *table.notes, ""]
-    if capacities is not None:
-        written.lines += [capacities.title, tables.markdown(capacities.display), *capacities.notes, ""]
+    for extra in (capacities, cost_ratios):
+        if extra is not None:
+            written.lines += [extra.title, tables.markdown(extra.display), *extra.notes, ""]
     written.lines.append(f"compare: {written.html}")
     return written
 
@@ -328,6 +333,12 @@ def _host_tables(run: Path, cells: pd.DataFrame, thresholds: stats.Thresholds, f
     sessions, notes = host_sessions(run, _hosts(cells))
     return HostTables(comparison, tables.host_compare_table(comparison, floor, floors.values()),
                       tables.hosts_table(sessions, notes), floors)
+
+
+def _vcpus(run: Path, cells: pd.DataFrame) -> dict[str, int | None]:
+    """Each host's vCPUs, from its host.json (None where it cannot say)."""
+    sessions, _ = host_sessions(run, _hosts(cells))
+    return costs.vcpus_of(sessions)
 
 
 def host_sessions(run: Path, hosts: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:

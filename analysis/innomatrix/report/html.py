@@ -142,12 +142,14 @@ def report_document(run_name: str, run_dir: Path, cells: pd.DataFrame, tables: l
 
 
 def compare_document(name_a: str, name_b: str, table: Table, plot: Plot | None,
-                     thresholds: dict[str, object], capacities: Table | None = None) -> str:
+                     thresholds: dict[str, object], capacities: Table | None = None,
+                     costs: Table | None = None) -> str:
     inner = compare_html(table)
     if plot is not None:
         inner += image_html(plot)
     sections = [("compare", "Ratios", inner),
                 *([("capacity", "Capacity at the SLA", table_html(capacities))] if capacities is not None else []),
+                *([("costs", "Cost per transaction", table_html(costs))] if costs is not None else []),
                 ("definitions", "Definitions and thresholds", definitions_html(thresholds))]
     return document(f"innomatrix compare: {name_a} / {name_b}", f"A = {name_a}, B = {name_b}", sections)
 
