@@ -41,8 +41,9 @@ from innomatrix import stats
 
 MET, MISSED, UNSURE = "met", "missed", "unsure"
 MIN_TRIALS = 3
-NOTHING_SURE = (f"no rate surely met or missed on a side (trials disagree, or fewer than {MIN_TRIALS} at a rate): "
-                "capacity unknown")
+# A bracket with no end: its lowest rate not surely met and its highest not surely missed.
+NOTHING_SURE = ("no sure end on a side: its lowest rate not surely met, its highest not surely missed (trials "
+                f"disagree, or fewer than {MIN_TRIALS} at a rate): capacity unknown")
 
 
 def outcome(trials: Sequence[tuple[float | None, bool]], sla_ms: float) -> str:
