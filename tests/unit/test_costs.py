@@ -75,3 +75,40 @@ def test_a_cost_of_nothing_on_a_side_has_no_ratio(tmp_path):
     rows = pd.read_csv(a / "compare-b" / "cost_compare.csv").set_index("cost")
     assert rows.loc["device reads", "verdict"] == "a cost of 0 on a side: no ratio"
     assert math.isnan(rows.loc["device reads", "ratio"])
+
+
+def test_runs_are_matched_on_layout_and_host_as_compare_matches_them(tmp_path):
+    # A ran the plain device alone; B also ran md-raid0 over 2 members, reading 3× a transaction
+    # there: only the plain device is in both, with its 3 trials a side.
+    a, b = run_of(tmp_path, "a"), run_of(tmp_path, "b")
+    for repeat in (1, 2, 3):
+        write_trial(b, Trial(tps=steady(30, 1000.0, 0.01, seed=repeat), layout="md-raid0", members=2, repeat=repeat,
+                             warmup_s=5, seed=repeat, device_reads_s=360.0, fsyncs_per_trx=0.5))
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    reads = pd.read_csv(a / "compare-b" / "cost_compare.csv").set_index("cost").loc["device reads"]
+    assert (reads["layout"], reads["a_trials"], reads["b_trials"]) == ("plain", 3, 3)
+    assert reads["ratio"] == pytest.approx(1, rel=0.03)
+
+
+def test_hosts_stay_apart_when_one_hosts_trials_all_failed_in_a_run(tmp_path):
+    runs = {}
+    for name, db2_status in (("a", "ok"), ("b", "failed")):
+        run = runs[name] = tmp_path / name
+        for host, reads, status in (("db1", 120.0, "ok"), ("db2", 480.0, db2_status)):
+            for repeat in (1, 2):
+                write_trial(run, Trial(tps=steady(30, 1000.0, 0.01, seed=repeat), host=host, repeat=repeat,
+                                       warmup_s=5, seed=repeat, device_reads_s=reads, status=status,
+                                       reasons=("sysbench exited 1",) if status != "ok" else ()))
+    assert cli.main(["compare", str(runs["a"]), str(runs["b"])]) == 0
+    rows = pd.read_csv(runs["a"] / "compare-b" / "cost_compare.csv")
+    reads = rows[rows["cost"] == "device reads"].set_index("host")
+    # db1 against db1 only (db2 has no ok trial in b): not db1 and db2 of a lumped together.
+    assert list(reads.index) == ["db1"] and reads.loc["db1", "ratio"] == pytest.approx(1, rel=0.03)
+
+
+def test_cpu_with_its_vcpus_unknown_on_a_side_says_so(tmp_path):
+    a, b = run_of(tmp_path, "a"), run_of(tmp_path, "b", vcpus="many")
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    rows = pd.read_csv(a / "compare-b" / "cost_compare.csv").set_index("cost")
+    assert rows.loc["CPU µs", "verdict"] == "unknown on a side: no ratio"
+    assert "b: CPU µs unknown (–) for localhost" in (a / "compare-b" / "cost_compare.md").read_text()

@@ -39,7 +39,7 @@ def test_no_table_shows_a_ratio_without_its_interval_and_verdict(tmp_path, capsy
     printed, _ = capsys.readouterr()
     csvs = sorted(a.rglob("*.csv"))
     names = {path.stem for path in csvs}
-    assert {"fs_compare", "host_compare", "settings_drift", "compare"} <= names, names
+    assert {"fs_compare", "host_compare", "settings_drift", "compare", "cost_compare"} <= names, names
     for path in csvs:
         data = pd.read_csv(path)
         ratio_columns = [c for c in data.columns if "ratio" in c.lower() or c in ("A/B",)]
@@ -52,7 +52,7 @@ def test_no_table_shows_a_ratio_without_its_interval_and_verdict(tmp_path, capsy
                 if SHOWN_RATIO.search(cell):
                     assert CARRIED.search(cell), f"a ratio shown bare: {cell.strip()!r}"
     # And the tables where a ratio is a column show its interval and verdict beside it.
-    for name in ("fs_compare.md", "host_compare.md", "compare.md"):
+    for name in ("fs_compare.md", "host_compare.md", "compare.md", "cost_compare.md"):
         table = next(a.rglob(name)).read_text()
         assert "| A/B |" in table and "| 95 % CI |" in table and "| verdict |" in table, name
 

@@ -63,8 +63,13 @@ def _with_cpu(cells: pd.DataFrame, vcpus: Mapping[str, int | None]) -> pd.DataFr
     return cells.assign(cpu_us_per_trx=busy * 1e6 / per_s)
 
 
-def _groups(cells: pd.DataFrame) -> list[str]:
-    return ["host", *storage_keys(cells), "filesystem", "workload", "variant", "bp_size", "threads"]
+# A configuration of a server workload, as `stats.compare` matches it (bp_bytes orders 64M before 1G).
+CONFIGURATION = ("layout", "members", "filesystem", "workload", "variant", "bp_bytes", "bp_size", "threads")
+
+
+def _shown(keys: list[str], cells: pd.DataFrame) -> list[str]:
+    """The keys a table shows: not bp_bytes (bp_size says it), nor the storage of a plain-only run."""
+    return [key for key in keys if key != "bp_bytes" and (key not in ("layout", "members") or key in storage_keys(cells))]
 
 
 def _measured(cells: pd.DataFrame, vcpus: Mapping[str, int | None]) -> pd.DataFrame:
@@ -74,9 +79,10 @@ def _measured(cells: pd.DataFrame, vcpus: Mapping[str, int | None]) -> pd.DataFr
     return _with_cpu(table[(table["status"] == "ok") & (table["trx_per_s"] > 0)], vcpus)
 
 
-def _cpu_note(cells: pd.DataFrame, vcpus: Mapping[str, int | None]) -> list[str]:
+def _cpu_note(cells: pd.DataFrame, vcpus: Mapping[str, int | None], run: str = "") -> list[str]:
     unknown = sorted({str(host) for host in cells["host"]} - {host for host, count in vcpus.items() if count})
-    return [f"CPU µs unknown (–) for {', '.join(unknown)}: no vCPU count in its host.json"] if unknown else []
+    where = f"{run}: " if run else ""
+    return [f"{where}CPU µs unknown (–) for {', '.join(unknown)}: no vCPU count in its host.json"] if unknown else []
 
 
 def _medians(cells: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
@@ -92,9 +98,9 @@ def cost_table(cells: pd.DataFrame, vcpus: Mapping[str, int | None]) -> Table | 
     table = _measured(cells, vcpus)
     if table.empty:
         return None
-    groups = _groups(table)
+    groups = ["host", *CONFIGURATION]
     data = _medians(table, groups)
-    display = data[groups].copy().astype(object)
+    display = data[_shown(groups, table)].copy().astype(object)
     display["trials"] = data["trials"]
     display["trx/s"] = [fmt(v, 1) for v in data["trx_per_s"]]
     for column, label, digits in COSTS:
@@ -103,8 +109,10 @@ def cost_table(cells: pd.DataFrame, vcpus: Mapping[str, int | None]) -> Table | 
                  data, display, [*NOTES, *_cpu_note(table, vcpus)])
 
 
-# Why a cost has no ratio between runs, where one side spent none of it (every read cached).
+# Why a cost has no ratio between runs: one side spent none of it (every read cached), or its
+# host's vCPUs are unknown (CPU).
 NONE_SPENT = "a cost of 0 on a side: no ratio"
+NOT_KNOWN = "unknown on a side: no ratio"
 
 
 def cost_compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, name_a: str, name_b: str,
@@ -120,7 +128,8 @@ def cost_compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, name_a: str, name
     a, b = _measured(cells_a, vcpus_a), _measured(cells_b, vcpus_b)
     if a.empty or b.empty:
         return None
-    keys = [key for key in _groups(a) if key in b and (key != "host" or set(a["host"]) == set(b["host"]))]
+    # On host too when both runs ran the same hosts, decided on every cell as `stats.compare` does.
+    keys = [*(["host"] if set(cells_a["host"]) == set(cells_b["host"]) else []), *CONFIGURATION]
     trials_b = dict(iter(b.groupby(keys, sort=True)))
     rows = []
     for key, side_a in a.groupby(keys, sort=True):
@@ -131,7 +140,9 @@ def cost_compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, name_a: str, name
             values_a, values_b = (side[column].dropna().to_numpy(dtype=np.float64) for side in (side_a, side_b))
             row = {**dict(zip(keys, key)), "cost": label, "a_median": _median(values_a),
                    "b_median": _median(values_b), "a_trials": values_a.size, "b_trials": values_b.size}
-            if (values_a <= 0).any() or (values_b <= 0).any():
+            if not values_a.size or not values_b.size:
+                row.update(ratio=float("nan"), ci_low=float("nan"), ci_high=float("nan"), verdict=NOT_KNOWN)
+            elif (values_a <= 0).any() or (values_b <= 0).any():
                 row.update(ratio=float("nan"), ci_low=float("nan"), ci_high=float("nan"), verdict=NONE_SPENT)
             else:
                 found = stats.between_runs(values_a, values_b, across_runs=True)
@@ -141,7 +152,7 @@ def cost_compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, name_a: str, name
         return None
     data = pd.DataFrame(rows)
     digits = {label: places for _, label, places in COSTS}
-    display = data[keys].copy().astype(object)
+    display = data[_shown(keys, pd.concat([a, b]))].copy().astype(object)
     display["per transaction"] = data["cost"]
     display[f"A ({name_a})"] = [fmt(v, digits[c]) for v, c in zip(data["a_median"], data["cost"])]
     display[f"B ({name_b})"] = [fmt(v, digits[c]) for v, c in zip(data["b_median"], data["cost"])]
@@ -153,7 +164,7 @@ def cost_compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, name_a: str, name
     notes = [f"A = {name_a}, B = {name_b}: the medians of each side's trial costs; A/B the ratio of their geometric "
              "means with Welch's interval over the trials, as for throughput. No verdict between two runs: no floor "
              "of a cost's run-to-run drift is kept; the throughput comparison judges, these say where its "
-             "difference comes from.", *NOTES, *_cpu_note(a, vcpus_a), *_cpu_note(b, vcpus_b)]
+             "difference comes from.", *NOTES, *_cpu_note(a, vcpus_a, name_a), *_cpu_note(b, vcpus_b, name_b)]
     return Table("cost_compare", f"What a transaction costs, {name_a} ÷ {name_b}", data, display, notes)
 
 
