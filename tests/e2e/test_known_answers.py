@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from e2e_env import NEEDS_ROOT, ROOT, ok, trials_of
+from innomatrix import capacity as capacity_rules
 
 pytestmark = NEEDS_ROOT
 
@@ -105,11 +106,14 @@ def test_a_device_made_slow_is_found_slower_every_time(env):
     assert (capacity["verdict"], capacity["interval_from"]) == ("differs", "trials + run drift (host noise floor)")
     assert float(capacity["ci_low"]) > 1, capacity
     assert "Capacity at p99 ≤ 100 ms, as-is ÷ slowed" in printed, printed
-    # A/A: the same device as it is, twice, judged by the same rule.
+    # A/A: the same device as it is, twice, judged by the same rule: never "differs". It may give
+    # no verdict: at 2/s a 12-s trial holds 24 transactions, so its p99 is their slowest, and one
+    # CI run had a single transaction beyond 100 ms in one trial of as-is-again — its 2/s then
+    # unsure (the trials disagree), no sure end on that side: "capacity unknown", not a difference.
     innomatrix("compare", str(as_is), str(env.results / "as-is-again"), *SLA)
     [same] = capacities(as_is, env.results / "as-is-again")
     print(f"A/A capacity: {same['sure_a']} vs {same['sure_b']}: {same['verdict']}")
-    assert same["verdict"] == "no difference", same
+    assert same["verdict"] in ("no difference", capacity_rules.NOTHING_SURE), same
 
     # The same answer with one trial a side, judged by that floor (a copy of each run holding one repeat).
     one_a, one_b, one_a_again = (one_repeat(as_is, 1), one_repeat(slowed, 1), one_repeat(as_is, 2))
