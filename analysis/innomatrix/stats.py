@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
