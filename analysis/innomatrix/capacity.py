@@ -2,31 +2,34 @@
 
 A configuration's capacity is the highest rate it carries with the SLA's percentile within the
 limit. The rates run bracket it: a rate met says the capacity is at or above it, a rate missed
-that it is below. Which side of the limit a rate lies on is itself measured, with a few trials:
-at a rate near the capacity one trial meets the SLA and the next misses it. So each trial meets
-the rate (its own percentile within the limit) or misses it (beyond it, or the trial saturated:
-it fell behind the rate offered, and the latency it would have had is not even measured), and a
-rate counts for the bracket only when its trials agree:
+that it is below. Which side of the limit a rate lies on is itself measured, with a few trials of
+a finite number of events each, so both are judged as sure or not:
 
-- **met**: every ok trial met it; **missed**: every ok trial missed it;
-- **unsure**: they disagree, a trial has no histogram, or there are fewer than MIN_TRIALS.
+- **a trial** (`trial_side`) surely meets the SLA when so few of its events are beyond the limit
+  that a trial whose true percentile sat at the limit (each event beyond it with probability
+  1 − p/100) would show that few less than 5 % of the time (one-sided binomial test); it surely
+  misses it when so many are beyond it that such a trial would show that many less than 5 % of the
+  time, or when it saturated (it fell behind the rate offered: the latency it would have had is not
+  even measured). A trial of too few events can never surely meet a high percentile: 24 events
+  hold no p99 (their "p99" is their slowest), and a trial needs `fewest_events` (299 for p99) with
+  none beyond the limit. Such a rate is **too few events** unless its trials surely missed.
+- **a rate** is met (missed) when every ok trial surely met (missed) it, and at least MIN_TRIALS
+  ran; otherwise unsure.
 
-(The merged histogram's percentile, which gives the point capacity, can differ from every
-trial's own: sysbench rounds the rank within each histogram.)
+(The point capacity, from the merged histogram's percentile, can lie outside the sure bracket:
+it is an estimate, the bracket what the trials make sure of.)
 
 Two capacities differ only when one configuration surely meets a rate the other surely misses
-(its bracket lies wholly above the other's). Why every trial and MIN_TRIALS = 3: at a rate whose
-true percentile sits exactly at the limit each trial lands on either side with probability ½, so
-n trials all on one side of it happen with probability ½ⁿ each way; a false "differs" between
-two identical configurations at that rate needs one all met and the other all missed: 2 × ¼ⁿ =
-3 % at n = 3 (12.5 % at n = 2). Latency grows with the rate, so each end of the bracket stands
-on every trial beyond it: the capacity is at least a rate when every trial at it and below met
-the SLA, and below a rate when every trial at it and above missed (`bracket`). Rates closer
-together than the trials' own spread thus add no chances of a lucky end (tests/unit/test_capacity.py
-measures both cases). Between two runs,
-each run also moves as a whole (the host's noise floor, `innomatrix noise`, measures how far):
-the bracket ratio must then clear that drift's 95 % interval as well, and without both floors
-there is no verdict.
+(its bracket lies wholly above the other's). Latency grows with the rate, so each end of the
+bracket stands on every trial beyond it: the capacity is at least a rate when every trial at it
+and below surely met the SLA (a rate of too few events to tell says nothing either way, and is
+passed over), and below a rate when every trial at it and above surely missed (`bracket`). Rates
+closer together than the trials' own spread thus add no chances of a lucky end, and a false
+"differs" between two identical configurations needs one's trials all surely met and the other's
+all surely missed at one rate (tests/unit/test_capacity.py measures both cases by simulation).
+Between two runs, each run also moves as a whole (the host's noise floor, `innomatrix noise`,
+measures how far): the bracket ratio must then clear that drift's 95 % interval as well, and
+without both floors there is no verdict.
 """
 
 from __future__ import annotations
@@ -35,25 +38,57 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scipy.special import bdtr, bdtrc
 from scipy.stats import t as student_t
 
 from innomatrix import stats
 
-MET, MISSED, UNSURE = "met", "missed", "unsure"
+MET, MISSED, UNSURE, TOO_FEW = "met", "missed", "unsure", "too few events"
 MIN_TRIALS = 3
+# How surely a trial lies on its side of the limit: the one-sided binomial test's level.
+SURE_LEVEL = 0.05
 # A bracket with no end: its lowest rate not surely met and its highest not surely missed.
 NOTHING_SURE = ("no sure end on a side: its lowest rate not surely met, its highest not surely missed (trials "
-                f"disagree, or fewer than {MIN_TRIALS} at a rate): capacity unknown")
+                f"disagree, too few events, or fewer than {MIN_TRIALS} trials at a rate): capacity unknown")
 
 
-def outcome(trials: Sequence[tuple[float | None, bool]], sla_ms: float) -> str:
-    """Which side of the SLA a rate surely lies on, from each ok trial's own percentile (ms; None:
-    no histogram) and whether it saturated."""
-    if len(trials) < MIN_TRIALS:
+def fewest_events(percentile: float, level: float = SURE_LEVEL) -> int | None:
+    """The fewest events a trial needs to surely meet the SLA at `percentile`, with none beyond the
+    limit: (p/100)ⁿ < level. None for p100 (no trial surely meets a maximum)."""
+    within = percentile / 100
+    if not 0 < within < 1:
+        return None
+    return math.floor(math.log(level) / math.log(within)) + 1
+
+
+def trial_side(histogram: Sequence[tuple[float, int]] | None, saturated: bool, percentile: float, sla_ms: float,
+               level: float = SURE_LEVEL) -> str:
+    """Which side of the SLA one trial surely lies on, from its latency histogram ((ms, events)
+    buckets; None: none kept) and whether it fell behind: MET, MISSED, UNSURE, or TOO_FEW (not
+    surely missed, and too few events to surely meet it whatever they were)."""
+    if saturated:
+        return MISSED
+    if not histogram:
         return UNSURE
-    sides = {MISSED if saturated else None if value is None else MET if value <= sla_ms else MISSED
-             for value, saturated in trials}
-    return sides.pop() if len(sides) == 1 and None not in sides else UNSURE
+    events = sum(count for _, count in histogram)
+    beyond = sum(count for value, count in histogram if value > sla_ms)
+    allowed = 1 - percentile / 100  # the share of events a trial right at the limit has beyond it
+    # bdtrc(k, n, p): P(more than k of n beyond); bdtr(k, n, p): P(k or fewer)
+    if beyond and float(bdtrc(beyond - 1, events, allowed)) < level:
+        return MISSED
+    if float(bdtr(beyond, events, allowed)) < level:
+        return MET
+    fewest = fewest_events(percentile, level)
+    return TOO_FEW if fewest is None or events < fewest else UNSURE
+
+
+def outcome(sides: Sequence[str]) -> str:
+    """Which side of the SLA a rate surely lies on, from its ok trials' sides (`trial_side`)."""
+    if len(sides) >= MIN_TRIALS and len(set(sides)) == 1 and sides[0] in (MET, MISSED):
+        return sides[0]
+    if TOO_FEW in sides and MISSED not in sides and UNSURE not in sides:
+        return TOO_FEW
+    return UNSURE
 
 
 @dataclass(frozen=True)
@@ -77,10 +112,13 @@ def bracket(rates: Sequence[int], outcomes: Sequence[str]) -> Bracket:
     """The highest rate surely met with every rate below it surely met too, and the lowest rate
     surely missed with every rate above it surely missed too: latency grows with the rate, so
     each end stands on all the trials beyond it, not on the few of one rate (rates closer together
-    than the trials' spread would otherwise each add their chance of a lucky end)."""
+    than the trials' spread would otherwise each add their chance of a lucky end). A rate of too
+    few events to tell (TOO_FEW) is passed over by the met end: its trials could not have met it."""
     ordered = sorted(zip(rates, outcomes))
     met = missed = None
     for rate, seen in ordered:
+        if seen == TOO_FEW:
+            continue
         if seen != MET:
             break
         met = rate

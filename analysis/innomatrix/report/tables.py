@@ -223,10 +223,10 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
         at_sla = sysbench_log.histogram_percentile(merged, th.sla_percentile) if merged else None
         # Met: the SLA percentile of every event within the limit, and no trial that fell behind.
         row["meets_sla"] = at_sla is not None and at_sla <= th.sla_ms and not saturated
-        # Surely met or missed: every trial on the same side (what a verdict between capacities needs).
-        each = [(sysbench_log.histogram_percentile(histograms[trial], th.sla_percentile)
-                 if histograms.get(trial) else None, bool(behind)) for trial, behind in zip(ok["trial"], fell_behind)]
-        row["sla_outcome"] = capacity.outcome(each, th.sla_ms)
+        # Surely met or missed: every trial surely on the same side (what a verdict between capacities needs).
+        row["sla_outcome"] = capacity.outcome([capacity.trial_side(histograms.get(trial), bool(behind),
+                                                                   th.sla_percentile, th.sla_ms)
+                                               for trial, behind in zip(ok["trial"], fell_behind)])
         rows.append(row)
     data = pd.DataFrame(rows)
     display = data[groups].copy()
@@ -245,12 +245,22 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     notes = [f"Percentiles: of the merged histograms of a configuration's ok trials (every measured event once); "
              f"from {stats.PERCENTILE_INTERVAL_MIN_TRIALS} trials on, with a 95 % bootstrap interval over trials, "
              "which is narrow with few trials (see README).",
-             f"Every trial: met (missed) when each ok trial's own p{th.sla_percentile:g} is within (beyond) the "
-             f"limit, a trial that saturated missing it; unsure when they disagree or with fewer than "
+             f"Every trial: met (missed) when each ok trial surely meets (misses) p{th.sla_percentile:g} ≤ "
+             f"{th.sla_ms:g} ms: so few (many) of its events beyond the limit that a trial right at it would show "
+             f"that few (many) less than {capacity.SURE_LEVEL:.0%} of the time; a trial that saturated misses it. "
+             f"{_fewest_events_note(th.sla_percentile)} Unsure when the trials disagree or with fewer than "
              f"{capacity.MIN_TRIALS} trials. Only these decide a verdict between capacities."]
     return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
                  "(ms, every measured event of the configuration's trials)", data, display[shown],
                  notes + _flag_note(table))
+
+
+def _fewest_events_note(percentile: float) -> str:
+    fewest = capacity.fewest_events(percentile)
+    if fewest is None:
+        return f"No trial surely meets a p{percentile:g} (a maximum): too few events, whatever it ran."
+    return (f"A trial needs at least {fewest} events, none beyond the limit, to surely meet a p{percentile:g}: "
+            "a rate whose trials hold fewer is \"too few events\" (a longer duration or a higher rate gives more).")
 
 
 def rate_configurations(fixed: Table) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
@@ -292,9 +302,10 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
     display["saturates at"] = ["–" if pd.isna(value) else str(value) for value in table["saturates_at_tps"]]
     return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
                  ["From the rates run (the `rates` knob): the capacity lies between it and the first rate missed. "
-                  f"Sure: at or above the highest rate every trial met, with every rate below it, and below the "
-                  f"lowest rate every trial missed, with every rate above it (at least {capacity.MIN_TRIALS} trials "
-                  "a rate); verdicts between capacities stand on these alone. A search that narrows the bracket "
+                  f"Sure: at or above the highest rate every trial surely met, with every rate below it (rates of "
+                  f"too few events passed over), and below the lowest rate every trial surely missed, with every "
+                  f"rate above it (at least {capacity.MIN_TRIALS} trials a rate); verdicts between capacities stand "
+                  "on these alone. A search that narrows the bracket "
                   "(rates: auto) is not built yet (issue #32)."])
 
 
