@@ -68,6 +68,7 @@ STATUS_RATES = {
 }
 STATUS_LEVELS = {
     "Innodb_checkpoint_age": Bound(0, 2 ** 50, "bytes"),
+    **dict.fromkeys(("Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn"), Bound(0, 2 ** 63, "LSN")),
     **dict.fromkeys(("Threads_running", "Threads_connected"), Bound(0, 1e7, "threads")),
 }
 

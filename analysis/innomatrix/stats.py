@@ -358,6 +358,7 @@ CELL_METRICS = (
     "vmstat.us", "vmstat.sy", "vmstat.wa", "vmstat.id",
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written", "status.Innodb_data_fsyncs",
+    "status.checkpoint_age",
 )
 DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
               "threads", "rate", "repeat")
@@ -386,6 +387,11 @@ def _series(rows: pd.DataFrame | None, metric: str) -> np.ndarray:
 def _mean(values: np.ndarray) -> float:
     values = values[~np.isnan(values)]
     return float(values.mean()) if values.size else float("nan")
+
+
+def _max(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(values.max()) if values.size else float("nan")
 
 
 def _figure(value: float | None) -> float:
@@ -478,6 +484,8 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "redo_bytes_per_trx": per_trx(_mean(_series(rows, "status.Innodb_os_log_written"))),
         "fsyncs_per_trx": per_trx(_mean(_series(rows, "status.Innodb_data_fsyncs"))),
         "write_amplification": device_bps / innodb_bps if innodb_bps and innodb_bps > 0 else float("nan"),
+        # How far the checkpoint trailed the redo at worst while measuring (frame.CHECKPOINT_AGE).
+        "checkpoint_age_max_mib": _max(_series(rows, "status.checkpoint_age")) / 2 ** 20,
         # fileio: the whole run's percentiles from sysbench's latency histogram (trial.json).
         "fileio_run_p95_ms": meta["fileio_run_p95_ms"],
         "fileio_run_p99_ms": meta["fileio_run_p99_ms"],

@@ -75,3 +75,23 @@ def not_applied(wanted: Mapping[str, str | None], running: Mapping[str, str]) ->
 def native_aio_off(running: Mapping[str, str]) -> bool:
     """The server says it runs without native AIO; one that does not say is not called off."""
     return "innodb_use_native_aio" in running and canonical("innodb_use_native_aio", running["innodb_use_native_aio"]) == "OFF"
+
+
+def redo_capacity(running: Mapping[str, str | None]) -> int | None:
+    """The bytes of redo a server keeps, from its running variables: MySQL 8.0.30+ sizes it as one
+    capacity (innodb_redo_log_capacity); older MySQL and MariaDB as file size × files (MariaDB
+    10.6+ has one file and no count). None when the server did not say."""
+    def size(name: str) -> int | None:
+        value = running.get(name)
+        try:
+            return parse_size(name, value) if value not in (None, "") else None
+        except SizeError:
+            return None
+    capacity = size("innodb_redo_log_capacity")
+    if capacity:
+        return capacity
+    file_size = size("innodb_log_file_size")
+    files = running.get("innodb_log_files_in_group")
+    count = int(files) if isinstance(files, str) and files.isdigit() and 0 < int(files) < 1000 else 1
+    return file_size * count if file_size else None
+

@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from innomatrix.frame import Frame
+from innomatrix_host import settings
 from innomatrix.report.tables import COMPARE_KEYS, Table, rate_configurations
 from innomatrix.stats import DEFAULTS, Thresholds, name_part
 
@@ -29,8 +30,15 @@ CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0
 IO_PANELS = (("iostat.r/s", "reads/s", 1.0, None), ("iostat.w/s", "writes/s", 1.0, None),
              ("iostat.rkB/s", "read MB/s", 1 / 1024, None), ("iostat.wkB/s", "write MB/s", 1 / 1024, None),
              ("iostat.w_await", "write await (ms)", 1.0, None), ("iostat.util", "util %", 1.0, 100.0))
+# InnoDB's flushing, from the status sampler: how far the checkpoint trails the redo (the dashed
+# line: the redo the server keeps, which the age must never reach), what is dirty, what is flushed.
+CHECKPOINT_PANEL = ("status.checkpoint_age", "checkpoint age (MiB)", 1 / 2 ** 20, None)
+FLUSHING_PANELS = (CHECKPOINT_PANEL,
+                   ("status.Innodb_buffer_pool_pages_dirty", "dirty pages", 1.0, None),
+                   ("status.Innodb_buffer_pool_pages_flushed", "pages flushed/s", 1.0, None),
+                   ("status.Innodb_history_list_length", "history length", 1.0, None))
 DPI = 90
-KINDS = ("throughput", "latency_", "cpu_", "io_", "bars_")  # file name prefixes of the report's figures
+KINDS = ("throughput", "latency_", "cpu_", "io_", "innodb_", "bars_")  # file name prefixes of the report's figures
 JITTER_INTERVALS = 10  # the seeds' second jitter graph: means over 10 intervals (10 s at a 1 s interval)
 
 
@@ -124,12 +132,15 @@ def time_series(series: Series, name: str, block: pd.DataFrame, metric: str, yla
     return _png(figure)
 
 
-def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: str) -> bytes | None:
+def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: str,
+           lines: dict[str, list[tuple[float, str]]] | None = None) -> bytes | None:
+    """One panel per (metric, label, scale, top) of `specs`, one line per trial; `lines`: levels to
+    draw dashed across a metric's panel, with their labels (already scaled)."""
     height = 1.7 * len(specs) + 0.9
     figure = Figure(figsize=(10, height))
     figure.subplots_adjust(left=0.08, right=0.98, top=1 - 0.45 / height, bottom=0.5 / height, hspace=0.12)
     axes_list = figure.subplots(len(specs), 1, sharex=True, squeeze=False)[:, 0]
-    drawn = False
+    with_lines = []
     colors = _colors(len(block))
     for axes, spec in zip(axes_list, specs):
         metric, ylabel, scale, top = spec
@@ -139,17 +150,35 @@ def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: 
                 continue
             t, v = found
             axes.plot(t, v * scale, lw=0.8, color=color, label=_label(row))
-            drawn = True
+            if not with_lines or with_lines[-1] is not axes:
+                with_lines.append(axes)
+        if not with_lines or with_lines[-1] is not axes:  # a server that does not show it: say so, not a blank
+            axes.text(0.5, 0.5, "not in these trials' logs", transform=axes.transAxes, ha="center", va="center",
+                      fontsize=8, color="0.4")
+        for level, label in (lines or {}).get(metric, []):
+            axes.axhline(level, color="0.3", lw=0.8, ls="--")
+            axes.annotate(label, (0.005, level), xycoords=("axes fraction", "data"), fontsize=7, va="bottom")
         _shade_warmup(axes, list(block["warmup_s"]))
         axes.set_ylim(bottom=0, top=top)
         axes.set_ylabel(ylabel, fontsize=8)
         axes.grid(alpha=0.3)
-    if not drawn:
+    if not with_lines:
         return None
     axes_list[0].set_title(f"{title} — {name}", fontsize=10)
-    axes_list[0].legend(fontsize=7, ncol=4, loc="upper right")
+    with_lines[0].legend(fontsize=7, ncol=4, loc="upper right")
     axes_list[-1].set_xlabel("seconds since the driver started")
     return _png(figure)
+
+
+def _redo_lines(frame: Frame, block: pd.DataFrame) -> list[tuple[float, str]]:
+    """The redo capacity of each server the block's trials ran (settings.redo_capacity), in MiB."""
+    trials = frame.trials.loc[block["trial"]]
+    found = set()
+    for _, meta in trials.iterrows():
+        capacity = settings.redo_capacity({name: meta.get(f"setting.{name}") for name in settings.IO_SETTINGS})
+        if capacity:
+            found.add(capacity / 2 ** 20)
+    return [(mib, f"redo capacity {mib:g} MiB") for mib in sorted(found)]
 
 
 def bars(table: Table, row_key: str, title: str) -> list[Plot]:
@@ -259,7 +288,7 @@ def compare_forest(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot |
 
 
 def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thresholds = DEFAULTS) -> list[Plot]:
-    metrics = {"driver.throughput", "driver.lat_ms"} | {spec[0] for spec in (*CPU_PANELS, *IO_PANELS)}
+    metrics = {"driver.throughput", "driver.lat_ms"} | {spec[0] for spec in (*CPU_PANELS, *IO_PANELS, *FLUSHING_PANELS)}
     series = Series(frame, metrics)
     plots: list[Plot] = []
     for name, block in groups(cells):
@@ -279,6 +308,8 @@ def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thr
                                                             f"{pct_label} latency (ms)", "Latency per interval")),
             ("cpu", "vmstat CPU", panels(series, name, block, CPU_PANELS, "vmstat CPU")),
             ("io", "iostat device", panels(series, name, block, IO_PANELS, "iostat device")),
+            ("innodb", "InnoDB flushing", panels(series, name, block, FLUSHING_PANELS, "InnoDB flushing (status, each "
+                                                 "interval)", {CHECKPOINT_PANEL[0]: _redo_lines(frame, block)})),
         ]
         for kind, title, png in figures:
             if png is not None:

@@ -532,7 +532,7 @@ SUMMARY_COLUMNS = (
     "dev_r_s", "dev_w_s", "dev_read_mb_s", "dev_write_mb_s", "dev_r_await_ms", "dev_w_await_ms", "dev_util_pct",
     "innodb_bytes_per_trx", "device_bytes_per_trx", "write_amplification", "trx_per_s",
     "dev_reads_per_trx", "dev_kib_read_per_trx", "dev_kib_written_per_trx", "redo_bytes_per_trx", "fsyncs_per_trx",
-    "ss_first_s", "ss_at_measure_start", "ss_warmup_saveable_s", "flagged", "flags",
+    "checkpoint_age_max_mib", "ss_first_s", "ss_at_measure_start", "ss_warmup_saveable_s", "flagged", "flags",
 )
 
 

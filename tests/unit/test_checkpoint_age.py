@@ -1,0 +1,94 @@
+"""Checkpoint age on every server (#33): MariaDB's own gauge, and on MySQL 8.0.30+ (which has no
+such variable) the difference of the two redo LSNs its SHOW GLOBAL STATUS shows. The known answer:
+a real MariaDB trial's status.log, with its gauge taken away and its LSNs renamed as MySQL names
+them, gives the same checkpoint age each second as the gauge did (MariaDB's gauge is that very
+difference)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from innomatrix import frame, stats
+from innomatrix.report import plots
+from innomatrix_host import settings
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "real-demo"
+TRIAL = "localhost/xfs/oltp/A/bp-16M/t4/r1"
+AS_MYSQL = {"Innodb_lsn_current": "Innodb_redo_log_current_lsn",
+            "Innodb_lsn_last_checkpoint": "Innodb_redo_log_checkpoint_lsn"}
+
+
+def _as_mysql(run: Path, names: dict[str, str]) -> None:
+    """The trial's status.log as MySQL writes it: no Innodb_checkpoint_age, the LSNs under `names`."""
+    path = run / TRIAL / "status.log"
+    lines = []
+    for line in path.read_text().splitlines(keepends=True):
+        fields = line.split("\t")
+        if len(fields) == 4 and fields[1] == "Innodb_checkpoint_age":
+            continue
+        if len(fields) == 4 and fields[1] in names:
+            fields[1] = names[fields[1]]
+        lines.append("\t".join(fields))
+    path.write_text("".join(lines))
+
+
+def _ages(run: Path) -> tuple[np.ndarray, str]:
+    loaded = frame.load(run)
+    rows = loaded.intervals[(loaded.intervals["trial"] == TRIAL).to_numpy()
+                            & (loaded.intervals["metric"] == frame.CHECKPOINT_AGE).to_numpy()].sort_values("t")
+    cells = stats.cells(loaded).set_index("trial")
+    return rows["value"].to_numpy(dtype=np.float64), str(cells.loc[TRIAL, "flags"])
+
+
+def test_mysqls_two_lsns_give_the_checkpoint_age_mariadbs_gauge_gives(tmp_path: Path) -> None:
+    gauge, _ = _ages(DEMO)
+    assert gauge.size > 10 and np.nanmax(gauge) > 0
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    _as_mysql(run, AS_MYSQL)
+    assert "Innodb_checkpoint_age" not in (run / TRIAL / "status.log").read_text()
+    derived, flags = _ages(run)
+    np.testing.assert_array_equal(derived, gauge)
+    cells = stats.cells(frame.load(run)).set_index("trial")
+    assert cells.loc[TRIAL, "checkpoint_age_max_mib"] == pytest.approx(np.nanmax(gauge) / 2 ** 20)
+    assert "checkpoint" not in flags
+
+
+def test_a_checkpoint_ahead_of_the_redo_is_no_age_and_marks_the_trial(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    _as_mysql(run, {"Innodb_lsn_current": "Innodb_redo_log_checkpoint_lsn",
+                    "Innodb_lsn_last_checkpoint": "Innodb_redo_log_current_lsn"})  # swapped: age < 0
+    ages, flags = _ages(run)
+    assert not (ages < 0).any() and np.isnan(ages).any()
+    assert "the checkpoint LSN is ahead of the current LSN" in flags, flags
+
+
+def test_a_trial_without_either_source_has_no_checkpoint_age(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    _as_mysql(run, {"Innodb_lsn_current": "Innodb_lsn_current"})  # the gauge gone, no MySQL LSNs
+    ages, _ = _ages(run)
+    assert ages.size == 0
+    assert np.isnan(stats.cells(frame.load(run)).set_index("trial").loc[TRIAL, "checkpoint_age_max_mib"])
+
+
+def test_the_redo_capacity_each_server_names_its_own_way() -> None:
+    assert settings.redo_capacity({"innodb_redo_log_capacity": "100663296"}) == 96 << 20  # MySQL 8.0.30+
+    assert settings.redo_capacity({"innodb_log_file_size": "268435456"}) == 256 << 20  # MariaDB 10.6+
+    assert settings.redo_capacity({"innodb_log_file_size": "50331648", "innodb_log_files_in_group": "2"}) == 96 << 20
+    assert settings.redo_capacity({"innodb_redo_log_capacity": "", "innodb_log_file_size": "1G"}) == 1 << 30
+    assert settings.redo_capacity({}) is None
+    assert settings.redo_capacity({"innodb_log_file_size": "lots"}) is None
+
+
+def test_the_report_draws_the_flushing_panels_with_the_redo_capacity() -> None:
+    loaded = frame.load(DEMO)
+    cells = stats.cells(loaded)
+    oltp = cells[cells["workload"] == "oltp"]
+    assert plots._redo_lines(loaded, oltp) == [(256.0, "redo capacity 256 MiB")]
+    drawn = [plot.name for plot in plots.report_plots(loaded, cells, [])]
+    assert any(name.startswith("innodb_") for name in drawn), drawn
