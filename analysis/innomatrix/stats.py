@@ -32,8 +32,9 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from innomatrix_host import flags as host_flags
-from innomatrix_host import steady
+from innomatrix_host import settings, steady
 from innomatrix import layout
+from innomatrix import stalls as stall_causes
 from innomatrix.frame import NOT_APPLICABLE, Frame
 from innomatrix_host import sysbench as sysbench_log
 
@@ -358,7 +359,7 @@ CELL_METRICS = (
     "vmstat.us", "vmstat.sy", "vmstat.wa", "vmstat.id",
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written", "status.Innodb_data_fsyncs",
-    "status.checkpoint_age",
+    "status.checkpoint_age", "status.Innodb_buffer_pool_wait_free", "status.Innodb_log_waits",
 )
 DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
               "threads", "rate", "repeat")
@@ -387,6 +388,31 @@ def _series(rows: pd.DataFrame | None, metric: str) -> np.ndarray:
 def _mean(values: np.ndarray) -> float:
     values = values[~np.isnan(values)]
     return float(values.mean()) if values.size else float("nan")
+
+
+def _series_t(rows: pd.DataFrame | None, metric: str) -> np.ndarray:
+    """The times of `_series(rows, metric)`'s values."""
+    if rows is None:
+        return np.array([], dtype=np.float64)
+    return np.sort(rows.loc[(rows["metric"] == metric).to_numpy(), "t"].to_numpy(dtype=np.float64))
+
+
+def _aligned(rows: pd.DataFrame | None, metrics: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each metric's values at the throughput's intervals (the frame puts every collector's samples
+    on the driver's clock), NaN where it has none."""
+    times = _series_t(rows, THROUGHPUT)
+    found = {}
+    for metric in metrics:
+        picked = rows[(rows["metric"] == metric).to_numpy()] if rows is not None else None
+        if picked is None or picked.empty:
+            continue
+        by_t = dict(zip(picked["t"].to_numpy(dtype=np.float64), picked["value"].to_numpy(dtype=np.float64)))
+        found[metric] = np.array([by_t.get(t, np.nan) for t in times])
+    return found
+
+
+def _redo_capacity(meta: pd.Series) -> int | None:
+    return settings.redo_capacity({name: meta.get(f"setting.{name}") for name in settings.IO_SETTINGS})
 
 
 def _max(values: np.ndarray) -> float:
@@ -429,6 +455,8 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         fraction=th.stall_fraction)
     stalls = np.array(figures["stalls"], dtype=bool)
     runs = episodes(stalls)
+    causes = stall_causes.explain(stalls.tolist(), _series_t(rows, THROUGHPUT).tolist(),
+                                  stall_causes.Figures(_aligned(rows, stall_causes.METRICS), _redo_capacity(meta)))
     reconn = _series(rows, "driver.reconn_s")
     tps = _series(rows, "driver.tps")
     trx_per_s = _transactions_per_s(meta["throughput_unit"], _mean(tps), _mean(tput))
@@ -460,6 +488,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "stall_intervals": int(stalls.sum()),
         "stall_episodes": len(runs),
         "stall_longest_s": max((length for _, length in runs), default=0) * ri,
+        "stall_causes": "; ".join(causes),
         "errors_per_s": _figure(figures["errors_per_s_mean"]),
         "errors_per_trx": float(err.sum() / tps.sum()) if tps.size and tps.sum() > 0 and err.size == tps.size else float("nan"),
         "reconnects": float(reconn.sum() * ri) if reconn.size else float("nan"),

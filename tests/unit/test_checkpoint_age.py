@@ -92,3 +92,18 @@ def test_the_report_draws_the_flushing_panels_with_the_redo_capacity() -> None:
     assert plots._redo_lines(loaded, oltp) == [(256.0, "redo capacity 256 MiB")]
     drawn = [plot.name for plot in plots.report_plots(loaded, cells, [])]
     assert any(name.startswith("innodb_") for name in drawn), drawn
+
+
+MYSQL = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "real-mysql-9.7"
+
+
+def test_a_real_mysql_9_7_trial_has_its_checkpoint_age_from_its_lsns() -> None:
+    # Captured from tests/e2e/test_mysql_remote.py (variant A, 96M redo capacity, 4 s measured).
+    loaded = frame.load(MYSQL)
+    status = (MYSQL / "db-mysql/xfs/oltp/A/bp-64M/t2/r1/status.log").read_text()
+    assert "Innodb_checkpoint_age" not in status and "Innodb_redo_log_checkpoint_lsn" in status
+    ages = loaded.intervals[(loaded.intervals["metric"] == frame.CHECKPOINT_AGE).to_numpy()]["value"]
+    assert len(ages) >= 5 and (ages > 0).all()
+    [row] = stats.cells(loaded).to_dict("records")
+    assert 1 < row["checkpoint_age_max_mib"] < 96, row["checkpoint_age_max_mib"]
+    assert plots._redo_lines(loaded, stats.cells(loaded)) == [(96.0, "redo capacity 96 MiB")]

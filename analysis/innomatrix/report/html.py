@@ -68,8 +68,12 @@ def flags_html(cells: pd.DataFrame) -> str:
     flagged = cells[cells["flagged"]]
     if flagged.empty:
         return '<p class="ok">No trial is flagged.</p>'
-    items = "".join(f'<li><code>{escape(t)}</code>: <span class="flag">{escape(f)}</span></li>'
-                    for t, f in zip(flagged["trial"], flagged["flags"]))
+    causes = flagged["stall_causes"] if "stall_causes" in flagged else pd.Series("", index=flagged.index)
+    # Each stall episode with what coincided with it (innomatrix.stalls), under its trial's flags.
+    items = "".join(f'<li><code>{escape(t)}</code>: <span class="flag">{escape(f)}</span>'
+                    + (f'<ul>{"".join(f"<li>{escape(line)}</li>" for line in str(c).split("; "))}</ul>' if c else "")
+                    + "</li>"
+                    for t, f, c in zip(flagged["trial"], flagged["flags"], causes.fillna("")))
     return (f"<p>{len(flagged)} of {len(cells)} trials flagged; they are shown in every table, "
             f"marked <span class=\"flag\">*</span>, never dropped.</p><ul class=\"flags\">{items}</ul>")
 
