@@ -200,6 +200,13 @@ def test_the_demos_second_trials_give_its_report_a_verdict_with_its_interval(env
     # A read-write transaction writes its redo (a few KiB), and the device writes at least that.
     assert ((costs["redo_bytes_per_trx"] > 500) & (costs["redo_bytes_per_trx"] < 100_000)).all()
     assert (costs["dev_kib_written_per_trx"] * 1024 >= costs["redo_bytes_per_trx"]).all()
+    # InnoDB's flushing, from the same status reads: MariaDB's checkpoint age, within its redo, drawn
+    # under the configuration's figures with the redo capacity.
+    summary = pd.read_csv(env.results / "e2e-verdict" / "summary.csv")
+    ages = summary.loc[summary["workload"] == "oltp", "checkpoint_age_max_mib"]
+    print(f"checkpoint age at most (MiB): {ages.round(3).tolist()}")
+    assert ((ages > 0) & (ages < 48)).all(), ages.tolist()  # demo-verdict's redo: innodb_log_file_size 48M
+    assert sorted(p.name for p in (env.results / "e2e-verdict" / "plots").glob("innodb_*.png")), "no flushing panels"
     # The play ends with the verdict, its interval and what it compared.
     assert re.search(r"verdict: ext4 / xfs, localhost/oltp/A/64M/2: \d+\.\d{3}× \(\d+\.\d{3}–\d+\.\d{3}\) "
                      r"(differs|no difference)", done.stdout), done.stdout[-3000:]
