@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from innomatrix import frame, stalls, stats
+from innomatrix.report import html
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "real-demo"
 TRIAL = "localhost/xfs/oltp/A/bp-16M/t4/r1"
@@ -86,6 +87,9 @@ def test_a_real_trial_doctored_to_stall_has_each_stall_explained_or_not(tmp_path
     assert len(causes) == 2 and cells.loc[TRIAL, "stall_episodes"] == 2, causes
     assert causes[0].startswith(f"stall at {first:g} s: ") and "free-page waits" in causes[0], causes
     assert causes[1] == f"stall at {second:g} s: no cause seen", causes
+    # The report's validity section lists them under the trial's flags, one line an episode.
+    shown = html.flags_html(cells.reset_index())
+    assert f"<li>stall at {second:g} s: no cause seen</li>" in shown and "free-page waits" in shown, shown
 
 
 def _status_stamp_at(status: Path, loaded: frame.Frame, t: float) -> str:
