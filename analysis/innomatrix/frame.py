@@ -572,7 +572,18 @@ def _status(samples: status.StatusSamples, times: np.ndarray, path: Path, raw: b
         if behind.any():
             meta["marks"].append(f"{path.name}: the checkpoint LSN is ahead of the current LSN in {int(behind.sum())} "
                                  "sample(s): no checkpoint age there")
-        data.add(t, CHECKPOINT_AGE, np.where(behind, np.nan, age))
+        age = np.where(behind, np.nan, age)
+        # Two LSNs each within bounds can still be far apart: the age a server could show, or the line.
+        known = np.flatnonzero(~np.isnan(age))
+        bound = bounds.status_level("Innodb_checkpoint_age")
+        bad = bound.first_outside(age[known])
+        if bad is not None:
+            at = known[bad]
+            moment = times[1:][keep][at]
+            raise ParseError(path, f"checkpoint age {age[at]:g} (current LSN − checkpoint LSN) at {moment} is not one "
+                                   f"a server shows ({bound.describe()})",
+                             _status_line(raw, moment, "Innodb_redo_log_current_lsn"))
+        data.add(t, CHECKPOINT_AGE, age)
 
 
 def _checkpoint_age(levels: dict[str, np.ndarray]) -> np.ndarray | None:

@@ -91,7 +91,9 @@ def redo_capacity(running: Mapping[str, str | None]) -> int | None:
     if capacity:
         return capacity
     file_size = size("innodb_log_file_size")
-    files = running.get("innodb_log_files_in_group")
-    count = int(files) if isinstance(files, str) and files.isdigit() and 0 < int(files) < 1000 else 1
-    return file_size * count if file_size else None
+    try:
+        count = int(str(running.get("innodb_log_files_in_group")))
+    except ValueError:
+        count = 1  # not said (MariaDB 10.6+), or not a count
+    return file_size * (count if 0 < count < 1000 else 1) if file_size else None
 

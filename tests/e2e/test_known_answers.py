@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from e2e_env import NEEDS_ROOT, ROOT, ok, trials_of
+from innomatrix import capacity as capacity_rules
 
 pytestmark = NEEDS_ROOT
 
@@ -39,8 +40,8 @@ KNOBS = ["-e", "filesystems=xfs", "-e", "bp_sizes=16M", "-e", "oltp_table_size=5
 # 24 events are too few to surely meet any p95 (capacity.fewest_events: 59), and the bracket
 # passes over that rate. The two must stand apart by more than the runs' drift: the floor of three
 # runs put a 1.6×, 2.9× and 5.2× interval around a ratio of two runs' capacities here (rates 10
-# and 60 cleared it by 1.15 once). p95, not p99: a p99 needs 299 events with none beyond the
-# limit, and a stall of a second at 60/s puts 60 there.
+# and 60 cleared it by 1.15 once). p95, not p99: a 720-event trial surely meets a p99 with at most
+# 2 events beyond the limit, a p95 with up to 26 (a pause of a few tenths of a second at 60/s).
 RATES = (2, 60)
 SLA = ("--sla-percentile", "95", "--sla-ms", "100")
 WITH_RATES = [*KNOBS, "-e", f"rates={','.join(map(str, RATES))}"]
@@ -109,13 +110,15 @@ def test_a_device_made_slow_is_found_slower_every_time(env):
     assert (capacity["verdict"], capacity["interval_from"]) == ("differs", "trials + run drift (host noise floor)")
     assert float(capacity["ci_low"]) > 1, capacity
     assert "Capacity at p95 ≤ 100 ms, as-is ÷ slowed" in printed, printed
-    # A/A: the same device as it is, twice, judged by the same rule: no difference. (Before each
-    # trial was judged by a binomial test of its events, one CI run gave no verdict here: one
-    # transaction beyond the limit among the 24 of a 2/s trial made that trial's p99 a miss.)
+    # A/A: the same device as it is, twice, judged by the same rule: never "differs". No verdict is
+    # possible too: a pause of a second in one trial at 60/s (60 events beyond the limit) makes that
+    # trial unsure, and the rate with it. (Before each trial was judged by a binomial test of its
+    # events, one CI run lost its verdict at 2/s: one slow transaction among 24 was a miss.)
     innomatrix("compare", str(as_is), str(env.results / "as-is-again"), *SLA)
     [same] = capacities(as_is, env.results / "as-is-again")
     print(f"A/A capacity: {same['sure_a']} vs {same['sure_b']}: {same['verdict']}")
-    assert (same["verdict"], same["sure_a"], same["sure_b"]) == ("no difference", "≥ 60", "≥ 60"), same
+    assert same["verdict"] in ("no difference", capacity_rules.NOTHING_SURE), same
+    assert same["verdict"] != "no difference" or (same["sure_a"], same["sure_b"]) == ("≥ 60", "≥ 60"), same
 
     # The same answer with one trial a side, judged by that floor (a copy of each run holding one repeat).
     one_a, one_b, one_a_again = (one_repeat(as_is, 1), one_repeat(slowed, 1), one_repeat(as_is, 2))

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from innomatrix import frame, stats
+from innomatrix.parse import ParseError
 from innomatrix.report import plots
 from innomatrix_host import settings
 
@@ -107,3 +108,23 @@ def test_a_real_mysql_9_7_trial_has_its_checkpoint_age_from_its_lsns() -> None:
     [row] = stats.cells(loaded).to_dict("records")
     assert 1 < row["checkpoint_age_max_mib"] < 96, row["checkpoint_age_max_mib"]
     assert plots._redo_lines(loaded, stats.cells(loaded)) == [(96.0, "redo capacity 96 MiB")]
+
+
+def test_lsns_too_far_apart_for_any_server_are_an_error_naming_the_line(tmp_path: Path) -> None:
+    run = tmp_path / "mysql"
+    shutil.copytree(MYSQL, run)
+    status = run / "db-mysql/xfs/oltp/A/bp-64M/t2/r1/status.log"
+    lines = status.read_text().splitlines(keepends=True)
+    [first] = [i for i, line in enumerate(lines) if "\tInnodb_redo_log_current_lsn\t" in line and "absolute" in line]
+    stamp, name, _, kind = lines[first].split("\t")
+    lines[first] = "\t".join((stamp, name, str(2 ** 62), kind))  # each LSN within its bound, their difference not
+    status.write_text("".join(lines))
+    with pytest.raises(ParseError) as raised:
+        frame.load(run)
+    message = str(raised.value)
+    assert str(status) in message and "checkpoint age" in message and "\n" not in message, message
+
+
+def test_a_count_of_redo_files_that_is_no_count_counts_one() -> None:
+    assert settings.redo_capacity({"innodb_log_file_size": "268435456", "innodb_log_files_in_group": "²"}) == 256 << 20
+    assert settings.redo_capacity({"innodb_log_file_size": "268435456", "innodb_log_files_in_group": "0"}) == 256 << 20
