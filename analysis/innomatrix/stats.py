@@ -411,7 +411,8 @@ def _aligned(rows: pd.DataFrame | None, metrics: Sequence[str]) -> dict[str, np.
     return found
 
 
-def _redo_capacity(meta: pd.Series) -> int | None:
+def redo_capacity(meta: pd.Series) -> int | None:
+    """The redo a trial's server kept, in bytes (settings.redo_capacity of its variables.txt)."""
     return settings.redo_capacity({name: meta.get(f"setting.{name}") for name in settings.IO_SETTINGS})
 
 
@@ -456,7 +457,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
     stalls = np.array(figures["stalls"], dtype=bool)
     runs = episodes(stalls)
     causes = stall_causes.explain(stalls.tolist(), _series_t(rows, THROUGHPUT).tolist(),
-                                  stall_causes.Figures(_aligned(rows, stall_causes.METRICS), _redo_capacity(meta)))
+                                  stall_causes.Figures(_aligned(rows, stall_causes.METRICS), redo_capacity(meta)))
     reconn = _series(rows, "driver.reconn_s")
     tps = _series(rows, "driver.tps")
     trx_per_s = _transactions_per_s(meta["throughput_unit"], _mean(tps), _mean(tput))

@@ -19,9 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from innomatrix.frame import Frame
-from innomatrix_host import settings
 from innomatrix.report.tables import COMPARE_KEYS, Table, rate_configurations
-from innomatrix.stats import DEFAULTS, Thresholds, name_part
+from innomatrix.stats import DEFAULTS, Thresholds, name_part, redo_capacity
 
 GROUP = ("host", "filesystem", "workload", "threads")
 CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0, 100.0),
@@ -171,13 +170,9 @@ def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: 
 
 
 def _redo_lines(frame: Frame, block: pd.DataFrame) -> list[tuple[float, str]]:
-    """The redo capacity of each server the block's trials ran (settings.redo_capacity), in MiB."""
-    trials = frame.trials.loc[block["trial"]]
-    found = set()
-    for _, meta in trials.iterrows():
-        capacity = settings.redo_capacity({name: meta.get(f"setting.{name}") for name in settings.IO_SETTINGS})
-        if capacity:
-            found.add(capacity / 2 ** 20)
+    """The redo capacity of each server the block's trials ran (stats.redo_capacity), in MiB."""
+    found = {capacity / 2 ** 20 for _, meta in frame.trials.loc[block["trial"]].iterrows()
+             if (capacity := redo_capacity(meta))}
     return [(mib, f"redo capacity {mib:g} MiB") for mib in sorted(found)]
 
 
