@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from innomatrix_host.sysbench import episodes
+from innomatrix_host import flags as host_flags
 
 NO_CAUSE = "no cause seen"
 # Checkpoint age at this share of the redo capacity or more: InnoDB flushes in a hurry near it
@@ -27,8 +27,9 @@ CHECKPOINT_SHARE = 0.75
 # A device's request wait at this many times its median over the trial's measured intervals, and at
 # least AWAIT_FLOOR_MS: an fsync burst or the device's own pause.
 AWAIT_FACTOR, AWAIT_FLOOR_MS = 4.0, 5.0
-# CPU saturated: idle + iowait below this many % (vmstat), as the CPU-bound flag reads a whole trial.
-CPU_IDLE_PCT = 5.0
+# CPU saturated in an interval by the CPU-bound flag's own rule for a whole trial: vmstat idle and
+# iowait both below its floor.
+CPU_IDLE_PCT = host_flags.CPU_FLOOR_PCT
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,8 @@ def _await(figures: Figures, index: int) -> float | None:
 
 
 def _cpu(figures: Figures, index: int) -> float | None:
-    idle = figures.at("vmstat.id", index) + figures.at("vmstat.wa", index)
-    return 100 - idle if idle < CPU_IDLE_PCT else None
+    idle, iowait = figures.at("vmstat.id", index), figures.at("vmstat.wa", index)
+    return 100 - idle - iowait if idle < CPU_IDLE_PCT and iowait < CPU_IDLE_PCT else None
 
 
 RULES = (
@@ -93,17 +94,17 @@ RULES = (
     Rule("free-page waits (Innodb_buffer_pool_wait_free)", "/s", _positive("status.Innodb_buffer_pool_wait_free")),
     Rule("redo log waits (Innodb_log_waits)", "/s", _positive("status.Innodb_log_waits")),
     Rule(f"device wait at {AWAIT_FACTOR:g}× its median or more", "ms", _await),
-    Rule(f"CPU saturated (idle + iowait below {CPU_IDLE_PCT:g} %)", "% busy", _cpu),
+    Rule(f"CPU saturated (idle and iowait below {CPU_IDLE_PCT:g} %)", "% busy", _cpu),
 )
 METRICS = ("status.checkpoint_age", "status.Innodb_buffer_pool_wait_free", "status.Innodb_log_waits",
            "iostat.r_await", "iostat.w_await", "vmstat.id", "vmstat.wa")
 
 
-def explain(stalled: Sequence[bool], times: Sequence[float], figures: Figures) -> list[str]:
-    """One line per stall episode: when (the driver's interval ends, seconds since it started) and
-    what coincided with it."""
+def explain(runs: Sequence[tuple[int, int]], times: Sequence[float], figures: Figures) -> list[str]:
+    """One line per stall episode ((first interval, length), as innomatrix_host.sysbench.episodes
+    gives them): when (the driver's interval ends, seconds since it started) and what coincided."""
     lines = []
-    for start, length in episodes(list(stalled)):
+    for start, length in runs:
         causes = []
         for rule in RULES:
             seen = [value for index in range(start, start + length)

@@ -456,7 +456,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         fraction=th.stall_fraction)
     stalls = np.array(figures["stalls"], dtype=bool)
     runs = episodes(stalls)
-    causes = stall_causes.explain(stalls.tolist(), _series_t(rows, THROUGHPUT).tolist(),
+    causes = stall_causes.explain(runs, _series_t(rows, THROUGHPUT).tolist(),
                                   stall_causes.Figures(_aligned(rows, stall_causes.METRICS), redo_capacity(meta)))
     reconn = _series(rows, "driver.reconn_s")
     tps = _series(rows, "driver.tps")

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from innomatrix import frame, stalls, stats
+from innomatrix_host.sysbench import episodes
 from innomatrix.report import html
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "real-demo"
@@ -29,7 +30,7 @@ def test_each_rule_names_what_it_saw_and_a_stall_nothing_explains_says_so() -> N
                           "status__Innodb_buffer_pool_wait_free": [0, 0, 12, 0, 0, 0, 0, 0],
                           "iostat__w_await": [2, 2, 30, 2, 2, 3, 2, 2],
                           "vmstat__id": [50] * 8, "vmstat__wa": [10] * 8})
-    first, second = stalls.explain(stalled, times, figures)
+    first, second = stalls.explain(episodes(stalled), times, figures)
     assert first.startswith("stall at 12–13 s: ")
     assert "checkpoint age at 75% of the redo capacity or more: 90 % of it" in first
     assert "free-page waits (Innodb_buffer_pool_wait_free): 12 /s" in first
@@ -45,9 +46,12 @@ def test_a_rule_without_its_figures_is_silent_and_the_device_wait_needs_its_floo
     figures = stalls.Figures({"iostat.r_await": np.array([1.0, 4.0, 1.0, 1.0]),
                               "vmstat.id": np.array([40.0, 1.0, 40.0, 40.0]), "vmstat.wa": np.array([0.0, 1.0, 0, 0])},
                              redo_capacity_bytes=None)
-    [line] = stalls.explain(stalled, [1.0, 2.0, 3.0, 4.0], figures)
-    assert line == "stall at 2 s: CPU saturated (idle + iowait below 5 %): 98 % busy"
-    assert stalls.explain([False, False], [1.0, 2.0], figures) == []
+    [line] = stalls.explain(episodes(stalled), [1.0, 2.0, 3.0, 4.0], figures)
+    assert line == "stall at 2 s: CPU saturated (idle and iowait below 5 %): 98 % busy"
+    assert stalls.explain(episodes([False, False]), [1.0, 2.0], figures) == []
+    # idle 1 % with iowait 30 %: waiting on the device, not CPU-bound (the CPU-bound flag's rule)
+    waiting = stalls.Figures({"vmstat.id": np.array([1.0]), "vmstat.wa": np.array([30.0])}, None)
+    assert stalls.explain([(0, 1)], [1.0], waiting) == ["stall at 1 s: no cause seen"]
 
 
 def _doctor(run: Path) -> tuple[float, float]:
