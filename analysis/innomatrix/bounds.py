@@ -61,13 +61,15 @@ IOSTAT = {
     "aqu-sz": Bound(0, 1e7, "requests"),
     "util": Bound(0, 200, "%"),                      # busy time ÷ wall time, from two clocks: not capped
 }
+# Bytes of redo: a checkpoint age, a flush point (a PiB of redo is far beyond any server's).
+REDO_BYTES = Bound(0, 2 ** 50, "bytes")
 # Status counters are read as rates, gauges as levels.
 STATUS_RATES = {
     **dict.fromkeys(("Innodb_data_written", "Innodb_os_log_written", "Innodb_data_read", "Bytes_received",
                      "Bytes_sent"), Bound(0, 1e12, "bytes/s")),
 }
 STATUS_LEVELS = {
-    "Innodb_checkpoint_age": Bound(0, 2 ** 50, "bytes"),
+    "Innodb_checkpoint_age": REDO_BYTES,
     **dict.fromkeys(("Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn"), Bound(0, 2 ** 63, "LSN")),
     **dict.fromkeys(("Threads_running", "Threads_connected"), Bound(0, 1e7, "threads")),
 }

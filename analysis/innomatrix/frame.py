@@ -32,6 +32,7 @@ summary in trial.json that its log no longer gives) marks the trial (`marks`, sh
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import multiprocessing
 import os
@@ -47,7 +48,7 @@ import pandas as pd
 from innomatrix import bounds, layout, record, tree
 from innomatrix_host import flags as host_flags
 from innomatrix_host import mycnf, settings
-from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
+from innomatrix.parse import ParseError, Samples, flush_points, iostat, server_log, status, vmstat
 from innomatrix.parse.fast_sysbench import DriverOutput, parse_output_columns
 from innomatrix_host import sysbench, tpcc
 from innomatrix_host.measured import EPSILON_S, first_measured_t
@@ -282,6 +283,7 @@ def load_trial(directory: Path, run: Path) -> TrialData:
         for metric, values in samples.metrics.items():
             data.add(t, f"{source}.{metric}", values[keep])
     meta.update(_server_settings(directory, notes))
+    meta["server_warnings"] = _server_warnings(directory, meta, notes)
     meta["notes"] = "; ".join(notes)
     meta["marks"] = "; ".join(meta["marks"])
     return data
@@ -328,9 +330,14 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
     """The I/O settings the server ran with (`setting.<name>`, from variables.txt), and what its
     flags say of them against the trial's my.cnf (`server_flags`: innomatrix_host.flags.server, the
     definition the host applied; trial.json's flags are not read back). Trials from before
-    variables.txt have none."""
+    variables.txt have none; trials from before flush_points.txt have no flush points
+    (`flush_async_bytes`, `flush_sync_bytes`)."""
     found: dict[str, Any] = {f"setting.{name}": None for name in settings.IO_SETTINGS}
-    found.update(server_flags="")
+    found.update(server_flags="", flush_async_bytes=None, flush_sync_bytes=None)
+    points = directory / "flush_points.txt"
+    if os.path.lexists(points):
+        parsed = flush_points.parse(points, tree.read_text(points))
+        found.update(flush_async_bytes=parsed.async_bytes, flush_sync_bytes=parsed.sync_bytes)
     variables, cnf = directory / "variables.txt", directory / "my.cnf"
     if not os.path.lexists(variables):
         return found
@@ -343,6 +350,36 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
         wanted = {}
     found["server_flags"] = "; ".join(flag["text"] for flag in host_flags.server(wanted, running))
     return found
+
+
+def _server_warnings(directory: Path, meta: dict[str, Any], notes: list[str]) -> tuple[tuple[float, str], ...]:
+    """What the server warned of during the trial (mysqld.err's [Warning] and [ERROR] lines), each
+    at its seconds since the driver started. MariaDB's stamps are local time with no zone: they are
+    placed by the nearest quarter-hour offset between the log's first line (the server's start, at
+    most the start timeout before the driver's) and the driver's start, as local collector stamps are."""
+    path = directory / "mysqld.err"
+    if not os.path.lexists(path):
+        return ()
+    found = server_log.read(tree.read_text(path))
+    if found.first is None:
+        return ()
+    started = meta["started"].to_pydatetime()
+    offset = dt.timedelta(0)
+    if found.first.tzinfo is None:
+        gap_s = (found.first - started.replace(tzinfo=None)).total_seconds()
+        offset = dt.timedelta(seconds=round(gap_s / _QUARTER_HOUR_S) * _QUARTER_HOUR_S)
+        if offset:
+            notes.append(f"mysqld.err: local stamps read as UTC{offset.total_seconds() / 3600:+g} h")
+    if found.cut:
+        notes.append(f"mysqld.err: more than {server_log.MOST_LINES} warnings; the rest not read")
+    span = _span_s(meta) + _CLOCK_SLACK_S
+    placed = []
+    for line in found.warned:
+        at = line.at - offset if line.at.tzinfo is None else line.at.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        t = (at - started.replace(tzinfo=None)).total_seconds()
+        if 0 < t <= span:
+            placed.append((t, line.text))
+    return tuple(placed)
 
 
 _OLTP_METRICS = ("threads", "tps", "qps", "reads_s", "writes_s", "other_s", "err_s", "reconn_s", "lat_ms")

@@ -20,35 +20,50 @@ import numpy as np
 from innomatrix_host import flags as host_flags
 
 NO_CAUSE = "no cause seen"
-# Checkpoint age at this share of the redo capacity or more: InnoDB flushes in a hurry near it
-# (MariaDB's async point is 7/8 of the log's usable size, its sync point 15/16 of it; MySQL's are of
-# the same order), and a write stalls on the flushing.
-CHECKPOINT_SHARE = 0.75
 # A device's request wait at this many times its median over the trial's measured intervals, and at
 # least AWAIT_FLOOR_MS: an fsync burst or the device's own pause.
 AWAIT_FACTOR, AWAIT_FLOOR_MS = 4.0, 5.0
 # CPU saturated in an interval by the CPU-bound flag's own rule for a whole trial: vmstat idle and
 # iowait both below its floor.
 CPU_IDLE_PCT = host_flags.CPU_FLOOR_PCT
+# History list growth: the undo logs not yet purged rose in one interval by at least HISTORY_FLOOR
+# and by HISTORY_FACTOR times the trial's median change an interval (purge fell behind; old row
+# versions pile up and every read walks further).
+HISTORY_FACTOR, HISTORY_FLOOR = 4.0, 1000.0
+MIB = 2 ** 20
+# A server warning belongs to a stall when stamped within the stall's intervals, give or take this:
+# MariaDB stamps whole seconds.
+WARNING_SLACK_S = 1.0
 
 
 @dataclass(frozen=True)
 class Figures:
     """A trial's per-interval figures, aligned to its measured driver intervals (NaN: not measured
-    there), and what the server keeps of redo (None: not known)."""
+    there), and the checkpoint ages at which its server flushes in a hurry (async) and makes writers
+    wait (sync), as the server computed them (flush_points.txt; None: not known)."""
 
     series: Mapping[str, np.ndarray]
-    redo_capacity_bytes: int | None
+    async_bytes: int | None = None
+    sync_bytes: int | None = None
+    # The server's [Warning] and [ERROR] lines: (seconds since the driver started, text).
+    server_warnings: Sequence[tuple[float, str]] = ()
 
     def at(self, metric: str, index: int) -> float:
         values = self.series.get(metric)
-        return float(values[index]) if values is not None and index < len(values) else math.nan
+        return float(values[index]) if values is not None and 0 <= index < len(values) else math.nan
 
     def median(self, metric: str) -> float:
         values = self.series.get(metric)
         if values is None or not np.isfinite(values).any():
             return math.nan
         return float(np.nanmedian(values))
+
+    def median_change(self, metric: str) -> float:
+        values = self.series.get(metric)
+        if values is None or len(values) < 2:
+            return math.nan
+        changes = np.abs(np.diff(values))
+        return float(np.nanmedian(changes)) if np.isfinite(changes).any() else math.nan
 
 
 @dataclass(frozen=True)
@@ -60,12 +75,17 @@ class Rule:
     seen: Callable[[Figures, int], float | None]
 
 
-def _checkpoint(figures: Figures, index: int) -> float | None:
-    age = figures.at("status.checkpoint_age", index)
-    if not figures.redo_capacity_bytes or math.isnan(age):
-        return None
-    share = age / figures.redo_capacity_bytes
-    return 100 * share if share >= CHECKPOINT_SHARE else None
+def _age_past(point: str) -> Callable[[Figures, int], float | None]:
+    """Checkpoint age (MiB) at or past the async point and short of the sync one, or past the sync
+    point: one cause an interval, the graver."""
+    def seen(figures: Figures, index: int) -> float | None:
+        age = figures.at("status.checkpoint_age", index)
+        low = figures.async_bytes if point == "async" else figures.sync_bytes
+        high = figures.sync_bytes if point == "async" else None
+        if low is None or math.isnan(age) or age < low or (high is not None and age >= high):
+            return None
+        return age / MIB
+    return seen
 
 
 def _positive(metric: str) -> Callable[[Figures, int], float | None]:
@@ -89,20 +109,42 @@ def _cpu(figures: Figures, index: int) -> float | None:
     return 100 - idle - iowait if idle < CPU_IDLE_PCT and iowait < CPU_IDLE_PCT else None
 
 
+def _history(figures: Figures, index: int) -> float | None:
+    rise = figures.at("status.Innodb_history_list_length", index) - figures.at("status.Innodb_history_list_length", index - 1)
+    usual = figures.median_change("status.Innodb_history_list_length")
+    if math.isnan(rise) or math.isnan(usual) or rise < max(HISTORY_FACTOR * usual, HISTORY_FLOOR):
+        return None
+    return rise
+
+
 RULES = (
-    Rule(f"checkpoint age at {CHECKPOINT_SHARE:.0%} of the redo capacity or more", "% of it", _checkpoint),
+    Rule("checkpoint age past the sync flush point (writers wait for flushing)", "MiB", _age_past("sync")),
+    Rule("checkpoint age past the async flush point (hurried flushing)", "MiB", _age_past("async")),
     Rule("free-page waits (Innodb_buffer_pool_wait_free)", "/s", _positive("status.Innodb_buffer_pool_wait_free")),
     Rule("redo log waits (Innodb_log_waits)", "/s", _positive("status.Innodb_log_waits")),
     Rule(f"device wait at {AWAIT_FACTOR:g}× its median or more", "ms", _await),
     Rule(f"CPU saturated (idle and iowait below {CPU_IDLE_PCT:g} %)", "% busy", _cpu),
+    Rule(f"history list growth (purge behind: {HISTORY_FLOOR:g} or more and {HISTORY_FACTOR:g}× the usual change "
+         "in an interval)", "undo logs", _history),
 )
 METRICS = ("status.checkpoint_age", "status.Innodb_buffer_pool_wait_free", "status.Innodb_log_waits",
-           "iostat.r_await", "iostat.w_await", "vmstat.id", "vmstat.wa")
+           "iostat.r_await", "iostat.w_await", "vmstat.id", "vmstat.wa", "status.Innodb_history_list_length")
 
 
-def explain(runs: Sequence[tuple[int, int]], times: Sequence[float], figures: Figures) -> list[str]:
+def _warnings_in(figures: Figures, first_end: float, last_end: float, interval_s: float) -> str | None:
+    said = [text for t, text in figures.server_warnings
+            if first_end - interval_s - WARNING_SLACK_S < t <= last_end + WARNING_SLACK_S]
+    if not said:
+        return None
+    more = f" (and {len(said) - 1} more)" if len(said) > 1 else ""
+    return f'the server\'s error log: "{said[0].replace(";", ",")}"{more}'  # "; " separates episodes
+
+
+def explain(runs: Sequence[tuple[int, int]], times: Sequence[float], figures: Figures,
+            interval_s: float = 1.0) -> list[str]:
     """One line per stall episode ((first interval, length), as innomatrix_host.sysbench.episodes
-    gives them): when (the driver's interval ends, seconds since it started) and what coincided."""
+    gives them): when (the driver's interval ends, seconds since it started) and what coincided —
+    the rules' causes, then the first line the server's error log wrote in those seconds."""
     lines = []
     for start, length in runs:
         causes = []
@@ -112,6 +154,8 @@ def explain(runs: Sequence[tuple[int, int]], times: Sequence[float], figures: Fi
             if seen:
                 causes.append(f"{rule.cause}: {max(seen):.3g} {rule.unit}")
         first, last = times[start], times[start + length - 1]
+        if said := _warnings_in(figures, first, last, interval_s):
+            causes.append(said)
         span = f"{first:g} s" if length == 1 else f"{first:g}–{last:g} s"
         lines.append(f"stall at {span}: {', '.join(causes) if causes else NO_CAUSE}")
     return lines

@@ -416,6 +416,14 @@ def redo_capacity(meta: pd.Series) -> int | None:
     return settings.redo_capacity({name: meta.get(f"setting.{name}") for name in settings.IO_SETTINGS})
 
 
+def flush_points(meta: pd.Series) -> tuple[int | None, int | None]:
+    """The checkpoint ages (bytes) at which a trial's server flushed in a hurry (async) and made
+    writers wait (sync), as it said at the trial's start (flush_points.txt); None: not said."""
+    def known(value: object) -> int | None:
+        return int(value) if isinstance(value, (int, float, np.integer, np.floating)) and not pd.isna(value) else None
+    return known(meta.get("flush_async_bytes")), known(meta.get("flush_sync_bytes"))
+
+
 def _max(values: np.ndarray) -> float:
     values = values[~np.isnan(values)]
     return float(values.max()) if values.size else float("nan")
@@ -456,8 +464,10 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         fraction=th.stall_fraction)
     stalls = np.array(figures["stalls"], dtype=bool)
     runs = episodes(stalls)
-    causes = stall_causes.explain(runs, _series_t(rows, THROUGHPUT).tolist(),
-                                  stall_causes.Figures(_aligned(rows, stall_causes.METRICS), redo_capacity(meta)))
+    causes = stall_causes.explain(
+        runs, _series_t(rows, THROUGHPUT).tolist(),
+        stall_causes.Figures(_aligned(rows, stall_causes.METRICS), *flush_points(meta),
+                             server_warnings=meta.get("server_warnings") or ()), ri)
     reconn = _series(rows, "driver.reconn_s")
     tps = _series(rows, "driver.tps")
     trx_per_s = _transactions_per_s(meta["throughput_unit"], _mean(tps), _mean(tput))

@@ -113,6 +113,21 @@ class Server:
         """Run SQL as root over the socket, one client for it."""
         return run(self.client_argv(), timeout=timeout, input=sql).stdout
 
+    # The checkpoint ages at which InnoDB starts flushing ahead of the checkpoint (async) and makes
+    # writers wait for it (sync), as the server computed them for its redo capacity: INNODB_METRICS
+    # holds both on MySQL and the async one on MariaDB, whose sync point is Innodb_checkpoint_max_age.
+    # The two counters are off by default; on, they are read from the log's state when queried and
+    # cost the server nothing in between. Read once a trial: they change only with the capacity.
+    FLUSH_POINTS_SQL = (
+        "SET GLOBAL innodb_monitor_enable = 'log_max_modified_age_%';\n"
+        "SELECT NAME, COUNT FROM information_schema.INNODB_METRICS WHERE NAME LIKE 'log\\_max\\_modified\\_age\\_%';\n"
+        "SHOW GLOBAL STATUS LIKE 'Innodb\\_checkpoint\\_max\\_age';\n"
+    )
+
+    def flush_points(self) -> str:
+        """`name TAB bytes` lines (innomatrix.parse.flush_points reads them)."""
+        return self.client(self.FLUSH_POINTS_SQL)
+
     def grant_bench_user(self, credentials: dict) -> None:
         """The driver's account: its password set on every start, so a new secret never locks it out."""
         user, password = f"'{credentials['user']}'@'localhost'", credentials["password"].replace("'", "''")

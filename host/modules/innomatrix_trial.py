@@ -282,6 +282,10 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
         server.start()
         argv = driver_argv(p, server)
         (tmp / "variables.txt").write_text(server.client("SHOW GLOBAL VARIABLES"))
+        try:
+            (tmp / "flush_points.txt").write_text(server.flush_points())
+        except TrialError as exc:  # a server without these counters still runs its trial; the report says none
+            trial["flush_points_unread"] = str(exc)
         collectors.start()
         trial["driver"]["command"] = shlex.join(argv)
         start_clock(cell, trial)

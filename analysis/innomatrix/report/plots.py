@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from innomatrix.frame import Frame
 from innomatrix.report.tables import COMPARE_KEYS, Table, rate_configurations
-from innomatrix.stats import DEFAULTS, Thresholds, name_part, redo_capacity
+from innomatrix.stats import DEFAULTS, Thresholds, flush_points, name_part, redo_capacity
 
 GROUP = ("host", "filesystem", "workload", "threads")
 CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0, 100.0),
@@ -30,7 +30,8 @@ IO_PANELS = (("iostat.r/s", "reads/s", 1.0, None), ("iostat.w/s", "writes/s", 1.
              ("iostat.rkB/s", "read MB/s", 1 / 1024, None), ("iostat.wkB/s", "write MB/s", 1 / 1024, None),
              ("iostat.w_await", "write await (ms)", 1.0, None), ("iostat.util", "util %", 1.0, 100.0))
 # InnoDB's flushing, from the status sampler: how far the checkpoint trails the redo (the dashed
-# line: the redo the server keeps, which the age must never reach), what is dirty, what is flushed.
+# lines: where the server starts flushing in a hurry (async), where writers wait for it (sync), and
+# the redo it keeps, which the age must never reach), what is dirty, what is flushed.
 CHECKPOINT_PANEL = ("status.checkpoint_age", "checkpoint age (MiB)", 1 / 2 ** 20, None)
 FLUSHING_PANELS = (CHECKPOINT_PANEL,
                    ("status.Innodb_buffer_pool_pages_dirty", "dirty pages", 1.0, None),
@@ -170,10 +171,16 @@ def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: 
 
 
 def _redo_lines(frame: Frame, block: pd.DataFrame) -> list[tuple[float, str]]:
-    """The redo capacity of each server the block's trials ran (stats.redo_capacity), in MiB."""
-    found = {capacity / 2 ** 20 for _, meta in frame.trials.loc[block["trial"]].iterrows()
-             if (capacity := redo_capacity(meta))}
-    return [(mib, f"redo capacity {mib:g} MiB") for mib in sorted(found)]
+    """The redo capacity of each server the block's trials ran (stats.redo_capacity) and the flush
+    points it computed for it (stats.flush_points: async, sync), in MiB."""
+    found: dict[float, str] = {}
+    for _, meta in frame.trials.loc[block["trial"]].iterrows():
+        async_bytes, sync_bytes = flush_points(meta)
+        for size, what in ((redo_capacity(meta), "redo capacity"), (async_bytes, "async flush point"),
+                           (sync_bytes, "sync flush point")):
+            if size:
+                found.setdefault(size / 2 ** 20, f"{what} {size / 2 ** 20:.4g} MiB")
+    return sorted(found.items())
 
 
 def bars(table: Table, row_key: str, title: str) -> list[Plot]:

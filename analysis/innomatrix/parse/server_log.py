@@ -1,0 +1,68 @@
+"""Read a trial's mysqld.err for what the server warned of while it ran: each line it stamped at
+[Warning] or [ERROR], with its time.
+
+MySQL stamps ISO 8601 with its zone (`2026-11-27T21:25:05.432058Z`, or an offset under
+log_timestamps=SYSTEM); MariaDB stamps its host's local time in whole seconds (`2026-11-28  0:41:53`)
+and names no zone. The error log is the server's free text, not a collector's figures: a line that
+does not read as a stamped line (a continuation, a damaged one, a date no calendar has) is passed
+over, never an error; what is kept is shown as the server wrote it, cut to MESSAGE_CHARS.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+SEVERE = ("warning", "error")
+MESSAGE_CHARS = 120
+# Enough for any trial's own warnings; an error log that warns more each second is cut, and says so.
+MOST_LINES = 10_000
+_MYSQL = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)(Z|[+-]\d{2}:\d{2}) +\d+ +\[(\w+)\] +(.*)")
+_MARIADB = re.compile(r"(\d{4}-\d{2}-\d{2}) +(\d{1,2}:\d{2}:\d{2}) +\d+ +\[(\w+)\] +(.*)")
+
+
+@dataclass(frozen=True)
+class Warned:
+    """One [Warning] or [ERROR] line: when (aware UTC when the server named its zone, else naive
+    local time) and what it said."""
+
+    at: dt.datetime
+    text: str
+
+
+@dataclass(frozen=True)
+class ServerLog:
+    first: dt.datetime | None  # the first stamped line of any severity: the server's start
+    warned: tuple[Warned, ...]
+    cut: bool                  # more than MOST_LINES warnings: the rest were not read
+
+
+def _stamp(line: str) -> tuple[dt.datetime, str, str] | None:
+    try:
+        if found := _MYSQL.fullmatch(line):
+            stamp, zone, severity, message = found.groups()
+            when = dt.datetime.fromisoformat(stamp[:26] + ("+00:00" if zone == "Z" else zone))
+            return when.astimezone(dt.timezone.utc), severity, message
+        if found := _MARIADB.fullmatch(line):
+            day, clock, severity, message = found.groups()
+            return dt.datetime.fromisoformat(f"{day}T{int(clock.split(':')[0]):02d}:{clock.split(':', 1)[1]}"), severity, message
+    except ValueError:  # month 13, hour 25: not a line a server stamped
+        return None
+    return None
+
+
+def read(text: str) -> ServerLog:
+    first, warned = None, []
+    for line in text.splitlines():
+        stamped = _stamp(line.rstrip("\r"))
+        if stamped is None:
+            continue
+        when, severity, message = stamped
+        first = first or when
+        if severity.lower() in SEVERE:
+            if len(warned) == MOST_LINES:
+                return ServerLog(first, tuple(warned), True)
+            shown = "".join(ch if ch.isprintable() else "?" for ch in f"[{severity}] {message}")
+            warned.append(Warned(when, shown[:MESSAGE_CHARS]))
+    return ServerLog(first, tuple(warned), False)

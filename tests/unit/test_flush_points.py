@@ -1,0 +1,77 @@
+"""The async and sync flush points (#33): the checkpoint ages at which a server starts flushing in a
+hurry and makes writers wait, read once a trial from the server itself (flush_points.txt) and drawn
+on the checkpoint-age panel; the stall rules judge the age against them.
+
+The texts below are what Server.FLUSH_POINTS_SQL printed here: MariaDB 10.11.19 with a 256M log
+file (the demo fixture's server and redo) and MySQL 9.7.4 with innodb_redo_log_capacity=96M (the
+MySQL fixture's)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from innomatrix import frame, stats
+from innomatrix.parse import ParseError, flush_points
+from innomatrix.report import plots
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
+DEMO, DEMO_TRIAL = FIXTURES / "real-demo", "localhost/xfs/oltp/A/bp-16M/t4/r1"
+MARIADB_256M = "log_max_modified_age_async\t189625606\nInnodb_checkpoint_max_age\t216714978\n"
+MYSQL_96M = "log_max_modified_age_async\t78022656\nlog_max_modified_age_sync\t83595776\n"
+
+
+def test_each_server_says_its_points_its_own_way() -> None:
+    assert flush_points.parse("f", MARIADB_256M) == flush_points.FlushPoints(189625606, 216714978)
+    assert flush_points.parse("f", MYSQL_96M) == flush_points.FlushPoints(78022656, 83595776)
+    # MariaDB's async point is 7/8 of its sync point, by its own rule (margin - margin / 8).
+    assert 216714978 - 216714978 // 8 == 189625606
+    assert flush_points.parse("f", "") == flush_points.FlushPoints(None, None)
+
+
+def test_the_sync_point_mariadb_states_is_the_one_its_status_log_shows_every_second() -> None:
+    """The demo fixture's trial ran MariaDB 10.11 with the same 256M log: its sampled
+    Innodb_checkpoint_max_age is the sync point the flush-points query reads."""
+    rows = [line.split("\t") for line in (DEMO / DEMO_TRIAL / "status.log").read_text().splitlines()]
+    sampled = {int(fields[2]) for fields in rows if len(fields) == 4 and fields[1] == "Innodb_checkpoint_max_age"}
+    assert sampled == {flush_points.parse("f", MARIADB_256M).sync_bytes}
+
+
+@pytest.mark.parametrize(("text", "line", "says"), [
+    ("log_max_modified_age_async\t" + "9" * 400 + "\n", 1, "not a byte count"),
+    ("x\ty\nlog_max_modified_age_async\t-5\n", 2, "not a byte count"),
+    ("log_max_modified_age_async\t²\n", 1, "not a byte count"),
+    ("log_max_modified_age_async\t0\n", 1, "no server computes such a flush point"),
+    ("log_max_modified_age_async\t" + str(2 ** 51) + "\n", 1, "no server computes such a flush point"),
+    (MYSQL_96M + "log_max_modified_age_sync\t83595776\n", 3, "listed twice (first on line 2)"),
+    ("log_max_modified_age_async\t90000000\nInnodb_checkpoint_max_age\t80000000\n", 1, "lies beyond the sync one"),
+])
+def test_a_damaged_file_is_an_error_naming_its_line(text: str, line: int, says: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        flush_points.parse("run/t/flush_points.txt", text)
+    assert caught.value.line == line and says in str(caught.value)
+    assert str(caught.value).startswith(f"run/t/flush_points.txt:{line}: ") and "\n" not in str(caught.value)
+
+
+def test_the_report_reads_them_draws_them_and_an_older_trial_has_none(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    (run / DEMO_TRIAL / "flush_points.txt").write_text(MARIADB_256M)
+    loaded = frame.load(run)
+    trials = loaded.trials
+    assert stats.flush_points(trials.loc[DEMO_TRIAL]) == (189625606, 216714978)
+    others = [trial for trial in trials.index if trial != DEMO_TRIAL]
+    assert others and all(stats.flush_points(trials.loc[trial]) == (None, None) for trial in others)
+    cells = stats.cells(loaded)
+    lines = plots._redo_lines(loaded, cells[cells["trial"] == DEMO_TRIAL])
+    assert lines == [(189625606 / 2 ** 20, "async flush point 180.8 MiB"),
+                     (216714978 / 2 ** 20, "sync flush point 206.7 MiB"), (256.0, "redo capacity 256 MiB")]
+
+
+def test_a_damaged_file_in_a_tree_stops_the_report_with_one_line(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    (run / DEMO_TRIAL / "flush_points.txt").write_text("log_max_modified_age_async\t1e309\n")
+    with pytest.raises(ParseError, match=r"flush_points.txt:1: log_max_modified_age_async is '1e309', not a byte count"):
+        frame.load(run)
