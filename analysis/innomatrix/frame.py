@@ -64,6 +64,7 @@ STATUS_COUNTERS = (
 )
 STATUS_GAUGES = (
     "Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_free",
+    "Innodb_buffer_pool_pages_total",
     "Innodb_checkpoint_age", "Innodb_history_list_length", "Threads_running", "Threads_connected",
     *("Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn"),
 )
@@ -71,6 +72,8 @@ STATUS_GAUGES = (
 # (Innodb_checkpoint_age); MySQL 8.0.30+ has no such variable but shows both LSNs in the same
 # SHOW GLOBAL STATUS the sampler reads each second, so their difference is exact and costs no query.
 CHECKPOINT_AGE = "status.checkpoint_age"
+# Dirty pages as a share of the buffer pool's pages (% ; the seeds' innodb_max_dirty_pages_pct is one).
+DIRTY_PCT = "status.dirty_pct"
 
 TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
 PARALLEL_FROM = 16
@@ -603,6 +606,7 @@ def _status(samples: status.StatusSamples, times: np.ndarray, path: Path, raw: b
         data.add(t, f"status.{name}", values[keep])
         if what == "level":
             levels[name] = values[keep]
+    _dirty_share(levels, t, path, meta, data)
     age = _checkpoint_age(levels)
     if age is not None:
         behind = age < 0
@@ -621,6 +625,22 @@ def _status(samples: status.StatusSamples, times: np.ndarray, path: Path, raw: b
                                    f"a server shows ({bound.describe()})",
                              _status_line(raw, moment, "Innodb_redo_log_current_lsn"))
         data.add(t, CHECKPOINT_AGE, age)
+
+
+def _dirty_share(levels: dict[str, np.ndarray], t: np.ndarray, path: Path, meta: dict[str, Any],
+                 data: TrialData) -> None:
+    """Dirty pages as a % of the buffer pool's pages; more dirty pages than the pool has is no
+    share a server shows: no share there, and the trial is marked."""
+    dirty, total = levels.get("Innodb_buffer_pool_pages_dirty"), levels.get("Innodb_buffer_pool_pages_total")
+    if dirty is None or total is None:
+        return
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total > 0, 100 * dirty / total, np.nan)
+    over = share > 100
+    if over.any():
+        meta["marks"].append(f"{path.name}: more dirty pages than the buffer pool has in {int(over.sum())} "
+                             "sample(s): no dirty share there")
+    data.add(t, DIRTY_PCT, np.where(over, np.nan, share))
 
 
 def _checkpoint_age(levels: dict[str, np.ndarray]) -> np.ndarray | None:

@@ -206,6 +206,13 @@ def test_the_demos_second_trials_give_its_report_a_verdict_with_its_interval(env
     ages = summary.loc[summary["workload"] == "oltp", "checkpoint_age_max_mib"]
     print(f"checkpoint age at most (MiB): {ages.round(3).tolist()}")
     assert ((ages > 0) & (ages < 48)).all(), ages.tolist()  # demo-verdict's redo: innodb_log_file_size 48M
+    # The flush points MariaDB computed for its 48M log (flush_points.txt, read at each start): its
+    # sync point is the Innodb_checkpoint_max_age its status shows, its async point 7/8 of that.
+    loaded = frame.load(env.results / "e2e-verdict")
+    points = {stats.flush_points(meta) for _, meta in loaded.trials.iterrows() if meta["workload"] == "oltp"}
+    print(f"MariaDB flush points (bytes): {points}")
+    [(async_bytes, sync_bytes)] = points
+    assert async_bytes == sync_bytes - sync_bytes // 8 and sync_bytes < 48 << 20, points
     assert sorted(p.name for p in (env.results / "e2e-verdict" / "plots").glob("innodb_*.png")), "no flushing panels"
     # The play ends with the verdict, its interval and what it compared.
     assert re.search(r"verdict: ext4 / xfs, localhost/oltp/A/64M/2: \d+\.\d{3}× \(\d+\.\d{3}–\d+\.\d{3}\) "

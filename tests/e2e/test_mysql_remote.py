@@ -137,6 +137,12 @@ def test_variants_a_to_d_run_on_mysql_9_7(mysql_run):
     ages = cells["checkpoint_age_max_mib"]
     print(f"MySQL 9.7 checkpoint age at most (MiB): {ages.round(2).to_dict()}")
     assert ((ages > 0) & (ages < 96)).all(), ages.to_dict()
+    # The flush points MySQL computed for its 96M capacity, read from INNODB_METRICS at each start:
+    # the same four times (one capacity), async below sync below the capacity.
+    points = {stats.flush_points(meta) for _, meta in frame.load(run_dir).trials.iterrows()}
+    print(f"MySQL 9.7 flush points (bytes): {points}")
+    [(async_bytes, sync_bytes)] = points
+    assert 0 < async_bytes < sync_bytes < 96 << 20, points
     session = json.loads((run_dir / HOST / "host.json").read_text())["sessions"][-1]
     assert session["server"]["source"] == "already installed"
     assert session["server"]["package"].startswith("mysql-server-core 9.7."), session["server"]

@@ -128,3 +128,24 @@ def test_lsns_too_far_apart_for_any_server_are_an_error_naming_the_line(tmp_path
 def test_a_count_of_redo_files_that_is_no_count_counts_one() -> None:
     assert settings.redo_capacity({"innodb_log_file_size": "268435456", "innodb_log_files_in_group": "²"}) == 256 << 20
     assert settings.redo_capacity({"innodb_log_file_size": "268435456", "innodb_log_files_in_group": "0"}) == 256 << 20
+
+
+def _metric(loaded: frame.Frame, metric: str) -> np.ndarray:
+    rows = loaded.intervals[(loaded.intervals["trial"] == TRIAL).to_numpy()
+                            & (loaded.intervals["metric"] == metric).to_numpy()].sort_values("t")
+    return rows["value"].to_numpy(dtype=np.float64)
+
+
+def test_dirty_pages_are_a_share_of_the_pool_and_more_than_the_pool_marks_the_trial(tmp_path: Path) -> None:
+    loaded = frame.load(DEMO)
+    dirty, share = _metric(loaded, "status.Innodb_buffer_pool_pages_dirty"), _metric(loaded, frame.DIRTY_PCT)
+    # The demo's trial: a 16M pool of 1014 pages (its status says so once, at the first sample).
+    assert len(share) == len(dirty) > 10 and np.allclose(share, 100 * dirty / 1014)
+    assert 0 < share.max() <= 100
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    path = run / TRIAL / "status.log"
+    path.write_text(path.read_text().replace("\tInnodb_buffer_pool_pages_total\t1014\t", "\tInnodb_buffer_pool_pages_total\t3\t"))
+    doctored = frame.load(run)
+    assert np.isnan(_metric(doctored, frame.DIRTY_PCT)[dirty > 3]).all()
+    assert "more dirty pages than the buffer pool has" in doctored.trials.loc[TRIAL, "marks"]

@@ -31,11 +31,13 @@ IO_PANELS = (("iostat.r/s", "reads/s", 1.0, None), ("iostat.w/s", "writes/s", 1.
              ("iostat.w_await", "write await (ms)", 1.0, None), ("iostat.util", "util %", 1.0, 100.0))
 # InnoDB's flushing, from the status sampler: how far the checkpoint trails the redo (the dashed
 # lines: where the server starts flushing in a hurry (async), where writers wait for it (sync), and
-# the redo it keeps, which the age must never reach), what is dirty, what is flushed.
+# the redo it keeps, which the age must never reach), what is dirty, what is flushed, how fast
+# redo is written (the LSN's rate) and how far purge is behind.
 CHECKPOINT_PANEL = ("status.checkpoint_age", "checkpoint age (MiB)", 1 / 2 ** 20, None)
 FLUSHING_PANELS = (CHECKPOINT_PANEL,
-                   ("status.Innodb_buffer_pool_pages_dirty", "dirty pages", 1.0, None),
+                   ("status.dirty_pct", "dirty pages (% of the pool)", 1.0, 100.0),
                    ("status.Innodb_buffer_pool_pages_flushed", "pages flushed/s", 1.0, None),
+                   ("status.Innodb_os_log_written", "redo written (MiB/s)", 1 / 2 ** 20, None),
                    ("status.Innodb_history_list_length", "history length", 1.0, None))
 DPI = 90
 KINDS = ("throughput", "latency_", "cpu_", "io_", "innodb_", "bars_")  # file name prefixes of the report's figures
