@@ -439,13 +439,14 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if values.size else float("nan")
 
 
-def _transactions_per_s(unit: object, tps_mean: float, throughput_mean: float) -> float:
-    """The transactions a second a cost is per: sysbench OLTP's tps; tpcc-mysql's New-Orders
-    (tpmC ÷ 60, each carrying its share of the other transaction types); NaN for fileio."""
+def transactions_per_s(unit: object, tps: Any, throughput: Any) -> Any:
+    """The transactions a second a cost is per (a trial's means, or an interval's figures): sysbench
+    OLTP's tps; tpcc-mysql's New-Orders (tpmC ÷ 60, each carrying its share of the other transaction
+    types); NaN for fileio."""
     if unit == "tps":
-        return tps_mean
+        return tps
     if unit == "tpmC":
-        return throughput_mean / 60
+        return throughput / 60
     return float("nan")
 
 
@@ -470,7 +471,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
                              server_warnings=meta.get("server_warnings") or ()), ri)
     reconn = _series(rows, "driver.reconn_s")
     tps = _series(rows, "driver.tps")
-    trx_per_s = _transactions_per_s(meta["throughput_unit"], _mean(tps), _mean(tput))
+    trx_per_s = transactions_per_s(meta["throughput_unit"], _mean(tps), _mean(tput))
     innodb_bps = _mean(_series(rows, "status.Innodb_data_written")) + _mean(_series(rows, "status.Innodb_os_log_written"))
     device_bps = _mean(_series(rows, "iostat.wkB/s")) * 1024
 

@@ -18,7 +18,7 @@ SCRIPTS = sorted(path for path in BENCH.glob("*.py") if path.name not in SHARED)
 def test_the_scripts() -> None:
     assert [path.name for path in SCRIPTS] == [
         "adaptive.py", "figures.py", "fixed_rate.py", "fuzz_report.py", "layouts.py", "report_memory.py", "report_speed.py",
-        "tpcc_load_rate.py", "verdicts.py",
+        "sampler_cpu.py", "tpcc_load_rate.py", "verdicts.py",
     ]
 
 

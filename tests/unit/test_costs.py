@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from innomatrix import cli
@@ -112,3 +113,43 @@ def test_cpu_with_its_vcpus_unknown_on_a_side_says_so(tmp_path):
     rows = pd.read_csv(a / "compare-b" / "cost_compare.csv").set_index("cost")
     assert rows.loc["CPU µs", "verdict"] == "unknown on a side: no ratio"
     assert "b: CPU µs unknown (–) for localhost" in (a / "compare-b" / "cost_compare.md").read_text()
+
+
+def test_each_measured_interval_has_the_cost_the_table_gives_and_a_stalled_one_has_none(tmp_path):
+    """The cost panels' series: per interval, the same known answers as the table's; an interval of
+    no transactions (a stall) has no cost, never its second's work over nothing."""
+    from innomatrix import frame, stats
+    from innomatrix.report import plots
+    run = run_of(tmp_path, "run", repeats=1)
+    loaded = frame.load(run)
+    [trial] = loaded.trials.index
+    series = plots.Series(loaded, plots.PerTransaction.NEEDS)
+    costs = plots.PerTransaction(series, loaded.trials, {"localhost": 2})
+    measured = loaded.trials.at[trial, "warmup_s"]
+    for (metric, label, _, _), (name, value) in zip(plots.COST_PANELS, [
+            ("CPU µs", 1400), ("device reads", 0.12), ("KiB written", 6.0), ("redo bytes", 1500), ("fsyncs", 0.5)]):
+        t, per_trx = costs.get(metric, trial)
+        after = per_trx[(t > measured + 1) & ~pd.isna(per_trx)]
+        assert len(after) >= 20 and after == pytest.approx([value] * len(after), rel=0.05), (label, after)
+    # Without the host's vCPUs, no CPU series (the other costs are the host's own figures).
+    assert plots.PerTransaction(series, loaded.trials, {}).get(plots.COST + "cpu_us", trial) is None
+    # An interval with no transactions: no cost there.
+    tps_t, _ = series.get("driver.tps", trial)
+    stalled = plots.PerTransaction(_Zeroed(series, tps_t[-3]), loaded.trials, {"localhost": 2})
+    t, reads = stalled.get(plots.COST + "iostat.r/s", trial)
+    assert pd.isna(reads[t == tps_t[-3]]).all() and not pd.isna(reads[t == tps_t[-4]]).any()
+    cells = stats.cells(loaded)
+    assert any(plot.name.startswith("costs_") for plot in plots.report_plots(loaded, cells, [], vcpus={"localhost": 2}))
+
+
+class _Zeroed:
+    """A Series whose driver figures are 0 at one interval: a stall."""
+
+    def __init__(self, series, at):
+        self.series, self.at = series, at
+
+    def get(self, metric, trial):
+        found = self.series.get(metric, trial)
+        if found is None or not metric.startswith("driver."):
+            return found
+        return found[0], np.array([0.0 if t == self.at else v for t, v in zip(*found)])

@@ -80,12 +80,13 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     fixed = tables.fixed_rate(every_cell, frame.histograms, thresholds)
     capacities = tables.capacity_at_sla(fixed, thresholds)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
+    vcpus = _vcpus(run, cells)
     by_fs = _within(cells, "filesystem", thresholds, host_floors)
     by_layout = _within(cells, "layout", thresholds, host_floors)
     by_members = _within(cells[cells["layout"] != layout.PLAIN], "members", thresholds, host_floors)
     built = [t for t in (tables.layout_by_members(cells), by_members.table if by_members else None,
                          by_layout.table if by_layout else None,
-                         tables.variant_by_bp(cells), costs.cost_table(cells, _vcpus(run, cells)), tables.fs_by_bp(cells),
+                         tables.variant_by_bp(cells), costs.cost_table(cells, vcpus), tables.fs_by_bp(cells),
                          by_fs.table if by_fs else None,
                          fixed, capacities, tables.capacity_within(capacities, thresholds),
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
@@ -97,7 +98,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     by_host = _host_tables(run, cells, thresholds, host_floors) if len(_hosts(cells)) >= 2 else None
     if say:
         say(f"{run.name}: drawing figures")
-    figures = plots.report_plots(frame, cells, built, thresholds)
+    figures = plots.report_plots(frame, cells, built, thresholds, vcpus)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "report.html", cells=every_cell)
     written.files += _write_frames(frame, every_cell, out)

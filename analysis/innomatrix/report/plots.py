@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from innomatrix import stats
 from innomatrix.frame import Frame
 from innomatrix.report.tables import COMPARE_KEYS, Table, rate_configurations
 from innomatrix.stats import DEFAULTS, Thresholds, flush_points, name_part, redo_capacity
@@ -39,8 +40,15 @@ FLUSHING_PANELS = (CHECKPOINT_PANEL,
                    ("status.Innodb_buffer_pool_pages_flushed", "pages flushed/s", 1.0, None),
                    ("status.Innodb_os_log_written", "redo written (MiB/s)", 1 / 2 ** 20, None),
                    ("status.Innodb_history_list_length", "history length", 1.0, None))
+# What each interval cost per transaction (the cost table's figures, report/costs.py, over time):
+# (COST + the interval's figure a second, or COST + "cpu_us", axis label, scale, top).
+COST = "per_trx:"
+COST_PANELS = ((COST + "cpu_us", "CPU µs / trx", 1.0, None), (COST + "iostat.r/s", "device reads / trx", 1.0, None),
+               (COST + "iostat.wkB/s", "KiB written / trx", 1.0, None),
+               (COST + "status.Innodb_os_log_written", "redo bytes / trx", 1.0, None),
+               (COST + "status.Innodb_data_fsyncs", "fsyncs / trx", 1.0, None))
 DPI = 90
-KINDS = ("throughput", "latency_", "cpu_", "io_", "innodb_", "bars_")  # file name prefixes of the report's figures
+KINDS = ("throughput", "latency_", "cpu_", "io_", "innodb_", "costs_", "bars_")  # file name prefixes of the report's figures
 JITTER_INTERVALS = 10  # the seeds' second jitter graph: means over 10 intervals (10 s at a 1 s interval)
 
 
@@ -75,6 +83,47 @@ class Series:
 
     def get(self, metric: str, trial: str) -> tuple[np.ndarray, np.ndarray] | None:
         return self._data.get((metric, trial))
+
+
+def _on(t: np.ndarray, found: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """A series' values at the times `t` (NaN where it has none)."""
+    if found is None:
+        return np.full(len(t), np.nan)
+    by_t = dict(zip(found[0].tolist(), found[1].tolist()))
+    return np.array([by_t.get(moment, np.nan) for moment in t.tolist()], dtype=np.float64)
+
+
+class PerTransaction:
+    """The cost panels' series: an interval's figure a second ÷ the transactions it did a second
+    (stats.transactions_per_s), and CPU µs from vmstat us + sy × the host's vCPUs (host.json; none
+    when unknown). An interval of less than one transaction a second has no cost: a stall's would
+    be its whole second's work over next to nothing."""
+
+    NEEDS = {"driver.tps", "driver.throughput", "vmstat.us", "vmstat.sy"} | {
+        spec[0].removeprefix(COST) for spec in COST_PANELS if spec[0] != COST + "cpu_us"}
+
+    def __init__(self, series: Series, trials: pd.DataFrame, vcpus: Mapping[str, int | None]):
+        self.series, self.trials, self.vcpus = series, trials, vcpus
+
+    def get(self, metric: str, trial: str) -> tuple[np.ndarray, np.ndarray] | None:
+        unit = self.trials.at[trial, "throughput_unit"]
+        done = self.series.get("driver.tps" if unit == "tps" else "driver.throughput", trial)
+        if done is None or unit not in ("tps", "tpmC"):
+            return None
+        t, per_s = done[0], stats.transactions_per_s(unit, done[1], done[1])
+        name = metric.removeprefix(COST)
+        if name == "cpu_us":
+            cores = self.vcpus.get(str(self.trials.at[trial, "host"]))
+            if not cores:
+                return None
+            spent = (_on(t, self.series.get("vmstat.us", trial)) + _on(t, self.series.get("vmstat.sy", trial))) \
+                / 100 * cores * 1e6
+        else:
+            spent = _on(t, self.series.get(name, trial))
+        if np.isnan(spent).all():
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return t, np.where(per_s >= 1, spent / per_s, np.nan)
 
 
 def groups(cells: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
@@ -134,7 +183,7 @@ def time_series(series: Series, name: str, block: pd.DataFrame, metric: str, yla
     return _png(figure)
 
 
-def panels(series: Series, name: str, block: pd.DataFrame, specs: tuple, title: str,
+def panels(series: Series | PerTransaction, name: str, block: pd.DataFrame, specs: tuple, title: str,
            lines: dict[str, list[tuple[float, str]]] | None = None) -> bytes | None:
     """One panel per (metric, label, scale, top) of `specs`, one line per trial; `lines`: levels to
     draw dashed across a metric's panel, with their labels (already scaled)."""
@@ -291,9 +340,13 @@ def compare_forest(comparison: pd.DataFrame, name_a: str, name_b: str) -> Plot |
     return Plot("compare_ratios", f"A/B ratios: {name_a} / {name_b}", "compare", _png(figure))
 
 
-def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thresholds = DEFAULTS) -> list[Plot]:
-    metrics = {"driver.throughput", "driver.lat_ms"} | {spec[0] for spec in (*CPU_PANELS, *IO_PANELS, *FLUSHING_PANELS)}
+def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thresholds = DEFAULTS,
+                 vcpus: Mapping[str, int | None] | None = None) -> list[Plot]:
+    """`vcpus`: each host's (report/costs.vcpus_of), for CPU µs per transaction; none: not drawn."""
+    metrics = {"driver.throughput", "driver.lat_ms", *PerTransaction.NEEDS} | {
+        spec[0] for spec in (*CPU_PANELS, *IO_PANELS, *FLUSHING_PANELS)}
     series = Series(frame, metrics)
+    costs = PerTransaction(series, frame.trials, vcpus or {})
     plots: list[Plot] = []
     for name, block in groups(cells):
         unit = str(block["unit"].dropna().iloc[0]) if block["unit"].notna().any() else "throughput"
@@ -314,6 +367,9 @@ def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thr
             ("io", "iostat device", panels(series, name, block, IO_PANELS, "iostat device")),
             ("innodb", "InnoDB flushing", panels(series, name, block, FLUSHING_PANELS, "InnoDB flushing (status, each "
                                                  "interval)", {CHECKPOINT_PANEL[0]: _redo_lines(frame, block)})),
+            ("costs", "Cost per transaction",
+             panels(costs, name, block, COST_PANELS, "Cost per transaction (each interval)")
+             if (block["workload"] != "fileio").any() else None),
         ]
         for kind, title, png in figures:
             if png is not None:
