@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from innomatrix_host.flush_points import MOST_BYTES as MOST_REDO_BYTES
+
 
 @dataclass(frozen=True)
 class Bound:
@@ -61,8 +63,8 @@ IOSTAT = {
     "aqu-sz": Bound(0, 1e7, "requests"),
     "util": Bound(0, 200, "%"),                      # busy time ÷ wall time, from two clocks: not capped
 }
-# Bytes of redo: a checkpoint age, a flush point (a PiB of redo is far beyond any server's).
-REDO_BYTES = Bound(0, 2 ** 50, "bytes")
+# Bytes of redo: a checkpoint age (a PiB of redo is far beyond any server's, as for a flush point).
+REDO_BYTES = Bound(0, MOST_REDO_BYTES, "bytes")
 # Status counters are read as rates, gauges as levels.
 STATUS_RATES = {
     **dict.fromkeys(("Innodb_data_written", "Innodb_os_log_written", "Innodb_data_read", "Bytes_received",

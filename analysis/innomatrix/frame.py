@@ -32,7 +32,6 @@ summary in trial.json that its log no longer gives) marks the trial (`marks`, sh
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import multiprocessing
 import os
@@ -47,8 +46,8 @@ import pandas as pd
 
 from innomatrix import bounds, layout, record, tree
 from innomatrix_host import flags as host_flags
-from innomatrix_host import mycnf, settings
-from innomatrix.parse import ParseError, Samples, flush_points, iostat, server_log, status, vmstat
+from innomatrix_host import flush_points, mycnf, server_log, settings
+from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
 from innomatrix.parse.fast_sysbench import DriverOutput, parse_output_columns
 from innomatrix_host import sysbench, tpcc
 from innomatrix_host.measured import EPSILON_S, first_measured_t
@@ -78,7 +77,7 @@ DIRTY_PCT = "status.dirty_pct"
 TRIAL_FILES = ("driver.log", "vmstat.log", "iostat.json", "status.log")
 PARALLEL_FROM = 16
 NOT_APPLICABLE = layout.NOT_APPLICABLE
-_QUARTER_HOUR_S = 900
+_QUARTER_HOUR_S = server_log.QUARTER_HOUR_S  # local stamps are placed by whole quarter-hours
 # A collector starts just before the driver and stops just after it: a sample this far outside the
 # trial (beyond one interval) is not of this trial. Within the measured window, a collector may
 # miss this much at either end (a late first sample, an early stop) before the trial is marked.
@@ -339,7 +338,10 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
     found.update(server_flags="", flush_async_bytes=None, flush_sync_bytes=None)
     points = directory / "flush_points.txt"
     if os.path.lexists(points):
-        parsed = flush_points.parse(points, tree.read_text(points))
+        try:
+            parsed = flush_points.parse(tree.read_text(points))
+        except flush_points.FlushPointsError as exc:
+            raise ParseError(points, str(exc), exc.line) from None
         found.update(flush_async_bytes=parsed.async_bytes, flush_sync_bytes=parsed.sync_bytes)
     variables, cnf = directory / "variables.txt", directory / "my.cnf"
     if not os.path.lexists(variables):
@@ -357,32 +359,18 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
 
 def _server_warnings(directory: Path, meta: dict[str, Any], notes: list[str]) -> tuple[tuple[float, str], ...]:
     """What the server warned of during the trial (mysqld.err's [Warning] and [ERROR] lines), each
-    at its seconds since the driver started. MariaDB's stamps are local time with no zone: they are
-    placed by the nearest quarter-hour offset between the log's first line (the server's start, at
-    most the start timeout before the driver's) and the driver's start, as local collector stamps are."""
+    at its seconds since the driver started (innomatrix_host.server_log.placed: MariaDB's local
+    stamps by the nearest quarter-hour offset)."""
     path = directory / "mysqld.err"
     if not os.path.lexists(path):
         return ()
     found = server_log.read(tree.read_text(path))
-    if found.first is None:
-        return ()
-    started = meta["started"].to_pydatetime()
-    offset = dt.timedelta(0)
-    if found.first.tzinfo is None:
-        gap_s = (found.first - started.replace(tzinfo=None)).total_seconds()
-        offset = dt.timedelta(seconds=round(gap_s / _QUARTER_HOUR_S) * _QUARTER_HOUR_S)
-        if offset:
-            notes.append(f"mysqld.err: local stamps read as UTC{offset.total_seconds() / 3600:+g} h")
+    at_t, offset = server_log.placed(found, meta["started"].to_pydatetime(), _span_s(meta) + _CLOCK_SLACK_S)
+    if offset:
+        notes.append(f"mysqld.err: local stamps read as UTC{offset.total_seconds() / 3600:+g} h")
     if found.cut:
         notes.append(f"mysqld.err: more than {server_log.MOST_LINES} warnings; the rest not read")
-    span = _span_s(meta) + _CLOCK_SLACK_S
-    placed = []
-    for line in found.warned:
-        at = line.at - offset if line.at.tzinfo is None else line.at.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        t = (at - started.replace(tzinfo=None)).total_seconds()
-        if 0 < t <= span:
-            placed.append((t, line.text))
-    return tuple(placed)
+    return tuple(at_t)
 
 
 _OLTP_METRICS = ("threads", "tps", "qps", "reads_s", "writes_s", "other_s", "err_s", "reconn_s", "lat_ms")

@@ -34,7 +34,7 @@ from scipy.stats import t as student_t
 from innomatrix_host import flags as host_flags
 from innomatrix_host import settings, steady
 from innomatrix import layout
-from innomatrix import stalls as stall_causes
+from innomatrix_host import stalls as stall_causes
 from innomatrix.frame import NOT_APPLICABLE, Frame
 from innomatrix_host import sysbench as sysbench_log
 
@@ -354,13 +354,14 @@ def noise_floor(*cells_tables: pd.DataFrame, confidence: float = 0.95) -> NoiseF
 
 # --- per cell --------------------------------------------------------------------------------
 
-CELL_METRICS = (
+CELL_METRICS = tuple(dict.fromkeys((
     THROUGHPUT, "driver.tps", "driver.lat_ms", "driver.err_s", "driver.reconn_s", "driver.fsyncs_s",
     "vmstat.us", "vmstat.sy", "vmstat.wa", "vmstat.id",
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written", "status.Innodb_data_fsyncs",
-    "status.checkpoint_age", "status.Innodb_buffer_pool_wait_free", "status.Innodb_log_waits",
-)
+    "status.checkpoint_age",
+    *stall_causes.METRICS,  # every figure a stall rule reads (a rule without its figures is silent)
+)))
 DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",
               "threads", "rate", "repeat")
 

@@ -13,15 +13,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import flush_points, server_log, stalls
 from .measured import EPSILON_S, first_measured_t
 
-# vmstat and iostat stamp their samples in whole seconds.
-RESOLUTION_S = 1.0
+# vmstat and iostat stamp their samples in whole seconds, the status sampler in milliseconds.
+RESOLUTION_S, STATUS_RESOLUTION_S = 1.0, 0.001
+# What the stall rules read of status.log: gauges as levels, counters as rates a second.
+STALL_GAUGES = ("Innodb_checkpoint_age", "Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
+                "Innodb_history_list_length")
+STALL_COUNTERS = ("Innodb_buffer_pool_wait_free", "Innodb_log_waits")
 
 
 def kernel_name(device: Mapping[str, Any]) -> str:
@@ -109,3 +115,79 @@ def iostat_samples(text: str, device: str) -> list[tuple[dt.datetime, dict[str, 
         return samples
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return []
+
+
+def status_samples(text: str) -> list[tuple[dt.datetime, dict[str, float]]]:
+    """status.log (runtime.StatusSampler) as the stall rules read it: at each sample after the first,
+    the STALL_GAUGES' levels, the STALL_COUNTERS' rates a second since the sample before, and the
+    checkpoint age (MariaDB's gauge, or MySQL's current LSN − checkpoint LSN). A sample the server
+    did not answer has none; the next one's rates span the gap."""
+    rows: dict[str, list[tuple[str, float, str]]] = {}
+    for line in text.splitlines()[1:]:
+        fields = line.split("\t")
+        if len(fields) == 4 and fields[3] in ("absolute", "delta") and (fields[1] in STALL_GAUGES
+                                                                       or fields[1] in STALL_COUNTERS):
+            try:
+                rows.setdefault(fields[0], []).append((fields[1], float(fields[2]), fields[3]))
+            except ValueError:
+                continue
+        elif len(fields) == 4 and fields[3] in ("absolute", "delta"):
+            rows.setdefault(fields[0], [])
+    levels: dict[str, float] = {}
+    samples, before = [], None
+    for stamp_text, values in rows.items():
+        try:
+            stamp = dt.datetime.fromisoformat(stamp_text.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        changes = {name: value for name, value, _ in values}
+        if before is None:
+            levels.update({name: value for name, value in changes.items() if name in STALL_GAUGES})
+            before = stamp
+            continue
+        seconds = (stamp - before).total_seconds()
+        before = stamp
+        if seconds <= 0:
+            continue
+        for name in STALL_GAUGES:
+            if name in changes and name in levels:
+                levels[name] += changes[name]
+        figures = {name: level for name, level in levels.items()}
+        figures.update({name: changes.get(name, 0.0) / seconds for name in STALL_COUNTERS})
+        age = levels.get("Innodb_checkpoint_age")
+        if age is None and "Innodb_redo_log_current_lsn" in levels and "Innodb_redo_log_checkpoint_lsn" in levels:
+            age = levels["Innodb_redo_log_current_lsn"] - levels["Innodb_redo_log_checkpoint_lsn"]
+        if age is not None and age >= 0:
+            figures["checkpoint_age"] = age
+        samples.append((stamp, figures))
+    return samples
+
+
+def stall_figures(directory: Path, trial: Mapping[str, Any], times: list[float]) -> stalls.Figures:
+    """What the stall rules read of a trial just run, at its measured intervals' `times` (seconds
+    since the driver started), each collector's sample placed as the report's frame places it (the
+    first of any two on one interval kept): vmstat, iostat of the device under test, status.log,
+    flush_points.txt and mysqld.err."""
+    started = dt.datetime.fromisoformat(trial["times"]["started"].replace("Z", "+00:00"))
+    interval = trial["durations"]["report_interval_s"]
+    placed: dict[str, dict[float, float]] = {}
+
+    def place(samples: list[tuple[dt.datetime, dict[str, float]]], source: str, resolution_s: float) -> None:
+        seen: set[float] = set()
+        for stamp, values in samples:
+            t = round(((stamp - started).total_seconds() + resolution_s / 2) / interval) * interval
+            if t not in seen:
+                seen.add(t)
+                for name, value in values.items():
+                    placed.setdefault(f"{source}.{name}", {})[t] = value
+    place(vmstat_samples(text(directory / "vmstat.log")), "vmstat", RESOLUTION_S)
+    place(iostat_samples(text(directory / "iostat.json"), kernel_name(trial["device"])), "iostat", RESOLUTION_S)
+    place(status_samples(text(directory / "status.log")), "status", STATUS_RESOLUTION_S)
+    series = {metric: [placed.get(metric, {}).get(t, math.nan) for t in times] for metric in stalls.METRICS}
+    try:
+        points = flush_points.parse(text(directory / "flush_points.txt"))
+    except flush_points.FlushPointsError:
+        points = flush_points.FlushPoints(None, None)
+    span_s = (times[-1] if times else 0.0) + interval
+    warned, _ = server_log.placed(server_log.read(text(directory / "mysqld.err")), started, span_s)
+    return stalls.Figures(series, points.async_bytes, points.sync_bytes, warned)

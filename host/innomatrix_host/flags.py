@@ -15,14 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import collected, settings
+from . import collected, settings, stalls as stall_rules
+from .stalls import CPU_FLOOR_PCT  # the CPU-bound flag's floor, one with a stall's "CPU saturated"
 from .sysbench import episodes
 
 # Below this mean of device reads per second over the measured window, the buffer pool holds the
 # dataset: the trial measured memory, not the device.
 READS_PER_S = 1.0
-# Below this idle and this iowait share (vmstat, % of all CPUs), the CPUs were the bottleneck.
-CPU_FLOOR_PCT = 5.0
 
 
 def _flag(name: str, label: str, text: str, **evidence: Any) -> dict[str, Any]:
@@ -33,14 +32,18 @@ def _known(value: float | None) -> bool:
     return value is not None and not math.isnan(value)
 
 
-def stalls(stalled: list[bool], interval_s: float) -> dict[str, Any] | None:
-    """Measured intervals that did (next to) nothing (sysbench.stall_flags judges each)."""
+def stalls(stalled: list[bool], interval_s: float, causes: list[str] | None = None) -> dict[str, Any] | None:
+    """Measured intervals that did (next to) nothing (sysbench.stall_flags judges each); `causes`:
+    each episode with what coincided with it (innomatrix_host.stalls.explain), when known."""
     runs = episodes(stalled)
     if not runs:
         return None
     count, longest_s = sum(length for _, length in runs), max(length for _, length in runs) * interval_s
+    evidence: dict[str, Any] = {"intervals": count, "episodes": len(runs), "longest_s": longest_s}
+    if causes is not None:
+        evidence["causes"] = causes
     return _flag("stalls", "stalls", f"stalls: {count} intervals in {len(runs)} episodes (longest {longest_s:g} s)",
-                 intervals=count, episodes=len(runs), longest_s=longest_s)
+                 **evidence)
 
 
 def saturated(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -94,16 +97,23 @@ def labels(found: list[dict[str, Any]]) -> str:
 
 
 def of_trial(directory: Path, trial: Mapping[str, Any], stalled: list[bool] | None,
-             last_t: float | None) -> list[dict[str, Any]]:
+             last_t: float | None, measured_t: list[float] | None = None) -> list[dict[str, Any]]:
     """The flags of a trial just run, from its directory (my.cnf, variables.txt, vmstat.log,
-    iostat.json) and its trial.json so far: `stalled` is its measured intervals' stalls and
+    iostat.json, and for its stalls' causes status.log, flush_points.txt and mysqld.err) and its
+    trial.json so far: `stalled` is its measured intervals' stalls, `measured_t` their times and
     `last_t` its driver's last interval (None: the log could not be read).
     What cannot be read raises no flag here; the report reads it again. In the report's order."""
     found = []
     durations, workload = trial["durations"], trial["cell"]["workload"]
     found += [flag for flag in [saturated(trial.get("rate"))] if flag]
     if stalled is not None and (trial.get("summary") or {}).get("intervals_measured"):
-        found += [stall for stall in [stalls(stalled, durations["report_interval_s"])] if stall]
+        causes = None
+        if measured_t is not None and len(measured_t) == len(stalled) and any(stalled) \
+                and (trial.get("times") or {}).get("started"):
+            causes = stall_rules.explain(episodes(stalled), measured_t,
+                                         collected.stall_figures(directory, trial, measured_t),
+                                         durations["report_interval_s"])
+        found += [stall for stall in [stalls(stalled, durations["report_interval_s"], causes)] if stall]
     started = (trial.get("times") or {}).get("started")
     if last_t is not None and started:
         window = collected.Window(dt.datetime.fromisoformat(started.replace("Z", "+00:00")), durations["warmup_s"],

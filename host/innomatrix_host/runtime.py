@@ -125,7 +125,7 @@ class Server:
     )
 
     def flush_points(self) -> str:
-        """`name TAB bytes` lines (innomatrix.parse.flush_points reads them)."""
+        """`name TAB bytes` lines (innomatrix_host.flush_points reads them)."""
         return self.client(self.FLUSH_POINTS_SQL)
 
     def grant_bench_user(self, credentials: dict) -> None:

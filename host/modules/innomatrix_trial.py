@@ -50,6 +50,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
 from ansible.module_utils.innomatrix_host import flags
 from ansible.module_utils.innomatrix_host.collected import watched_devices
+from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
 from ansible.module_utils.innomatrix_host.runtime import (
@@ -321,10 +322,18 @@ def redact_driver_log(log: Path) -> None:
 
 
 class Measured(NamedTuple):
-    """What the flags need of the driver's log: its measured intervals' stalls, its last interval."""
+    """What the flags need of the driver's log: its measured intervals' stalls and their times, its
+    last interval."""
 
     stalled: list[bool]
     last_t: float | None
+    times: list[float]
+
+
+def measured_times(intervals: list[dict], warmup_s: float, interval_s: float) -> list[float]:
+    """The times of the intervals the summaries measure (those wholly after the warmup)."""
+    first = first_measured_t(warmup_s, interval_s)
+    return [interval["t"] for interval in intervals if interval["t"] >= first]
 
 
 def summarise_tpcc(text: str, cell: dict, trial: dict) -> Measured | None:
@@ -345,7 +354,8 @@ def summarise_tpcc(text: str, cell: dict, trial: dict) -> Measured | None:
     if summary["status"] == "invalid":
         trial["reasons"].extend(summary["reasons"])
     return Measured(tpcc_parse.measured_stalls(parsed, warmup_s, cell["report_interval"]),
-                    max((interval["t"] for interval in parsed["intervals"]), default=None))
+                    max((interval["t"] for interval in parsed["intervals"]), default=None),
+                    measured_times(parsed["intervals"], warmup_s, cell["report_interval"]))
 
 
 def stopped_by_suite(trial: dict) -> bool:
@@ -393,7 +403,8 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> Measured | None:
         trial["status"] = "invalid"
         trial["reasons"].append(f"driver.log intervals out of step: {'; '.join(parsed['breaks'][:3])}")
     return Measured(measured_stalls(parsed["intervals"], trial["durations"]["warmup_s"], cell["report_interval"]),
-                    max((interval["t"] for interval in parsed["intervals"]), default=None))
+                    max((interval["t"] for interval in parsed["intervals"]), default=None),
+                    measured_times(parsed["intervals"], trial["durations"]["warmup_s"], cell["report_interval"]))
 
 
 def _interrupt(signum, frame):
@@ -470,7 +481,7 @@ def main() -> None:
     measured = summarise_driver(tmp, cell, trial)
     try:
         trial["flags"] = flags.of_trial(tmp, trial, measured.stalled if measured else None,
-                                        measured.last_t if measured else None)
+                                        measured.last_t if measured else None, measured.times if measured else None)
     except (ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
         # The trial is measured and kept whatever its flags; the report finds them from its logs.
         trial["flags"], trial["flags_unread"] = [], f"the host could not flag this trial: {exc}"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from innomatrix import frame, stats
-from innomatrix.parse import ParseError, flush_points
+from innomatrix.parse import ParseError
+from innomatrix_host import flush_points
 from innomatrix.report import plots
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "report"
@@ -23,11 +24,11 @@ MYSQL_96M = "log_max_modified_age_async\t78022656\nlog_max_modified_age_sync\t83
 
 
 def test_each_server_says_its_points_its_own_way() -> None:
-    assert flush_points.parse("f", MARIADB_256M) == flush_points.FlushPoints(189625606, 216714978)
-    assert flush_points.parse("f", MYSQL_96M) == flush_points.FlushPoints(78022656, 83595776)
+    assert flush_points.parse(MARIADB_256M) == flush_points.FlushPoints(189625606, 216714978)
+    assert flush_points.parse(MYSQL_96M) == flush_points.FlushPoints(78022656, 83595776)
     # MariaDB's async point is 7/8 of its sync point, by its own rule (margin - margin / 8).
     assert 216714978 - 216714978 // 8 == 189625606
-    assert flush_points.parse("f", "") == flush_points.FlushPoints(None, None)
+    assert flush_points.parse("") == flush_points.FlushPoints(None, None)
 
 
 def test_the_sync_point_mariadb_states_is_the_one_its_status_log_shows_every_second() -> None:
@@ -35,7 +36,7 @@ def test_the_sync_point_mariadb_states_is_the_one_its_status_log_shows_every_sec
     Innodb_checkpoint_max_age is the sync point the flush-points query reads."""
     rows = [line.split("\t") for line in (DEMO / DEMO_TRIAL / "status.log").read_text().splitlines()]
     sampled = {int(fields[2]) for fields in rows if len(fields) == 4 and fields[1] == "Innodb_checkpoint_max_age"}
-    assert sampled == {flush_points.parse("f", MARIADB_256M).sync_bytes}
+    assert sampled == {flush_points.parse(MARIADB_256M).sync_bytes}
 
 
 @pytest.mark.parametrize(("text", "line", "says"), [
@@ -48,10 +49,9 @@ def test_the_sync_point_mariadb_states_is_the_one_its_status_log_shows_every_sec
     ("log_max_modified_age_async\t90000000\nInnodb_checkpoint_max_age\t80000000\n", 1, "lies beyond the sync one"),
 ])
 def test_a_damaged_file_is_an_error_naming_its_line(text: str, line: int, says: str) -> None:
-    with pytest.raises(ParseError) as caught:
-        flush_points.parse("run/t/flush_points.txt", text)
-    assert caught.value.line == line and says in str(caught.value)
-    assert str(caught.value).startswith(f"run/t/flush_points.txt:{line}: ") and "\n" not in str(caught.value)
+    with pytest.raises(flush_points.FlushPointsError) as caught:
+        flush_points.parse(text)
+    assert caught.value.line == line and says in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_the_report_reads_them_draws_them_and_an_older_trial_has_none(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
 """Stalls explained (#33): each stall episode with what coincided with it in its own intervals,
-by the rules of innomatrix.stalls, or "no cause seen". Known answers: a real trial doctored to stall
+by the rules of innomatrix_host.stalls, or "no cause seen". Known answers: a real trial doctored to stall
 in two places, with free-page waits and a device wait spike in the seconds of one and nothing in the
 other's; and the rules one by one on figures made for them."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import shutil
 from pathlib import Path
@@ -13,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from innomatrix import frame, stalls, stats
+from innomatrix import frame, stats
 from innomatrix_host.sysbench import episodes
-from innomatrix.parse import server_log
+from innomatrix_host import flags, server_log, stalls
+from innomatrix_host.measured import first_measured_t
+from innomatrix_host.sysbench import measured_stalls, parse_output
 from innomatrix.report import html
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "real-demo"
@@ -121,6 +124,42 @@ def test_a_real_trial_doctored_to_stall_has_each_stall_explained_or_not(tmp_path
     # The report's validity section lists them under the trial's flags, one line an episode.
     shown = html.flags_html(cells.reset_index())
     assert f"<li>stall at {second:g} s: no cause seen</li>" in shown and "free-page waits" in shown, shown
+    # The host, at the trial's end, gives its stalls flag the same causes from the files it wrote.
+    assert _host_causes(run / TRIAL) == causes
+    # With flush points that put every second past the async point, a warning in the second stall's
+    # second, and history growth at the first: host and report still say one thing.
+    (run / TRIAL / "flush_points.txt").write_text("log_max_modified_age_async\t1\nInnodb_checkpoint_max_age\t9999999999\n")
+    started = _started(run)
+    with (run / TRIAL / "mysqld.err").open("a") as log:
+        moment = started + dt.timedelta(seconds=second - 0.5)
+        log.write(f"{moment:%Y-%m-%d} {moment.hour:2d}:{moment:%M:%S} 0 [ERROR] InnoDB: fsync() returned EIO\n")
+    lines = status.read_text().splitlines(keepends=True)
+    history = [index for index, line in enumerate(lines) if line.startswith(f"{stamp}\tInnodb_history_list_length\t")]
+    if history:  # the sample's own change, 50000 more
+        fields = lines[history[0]].split("\t")
+        lines[history[0]] = "\t".join([fields[0], fields[1], str(int(fields[2]) + 50000), fields[3]])
+    else:
+        last = max(index for index, line in enumerate(lines) if line.startswith(stamp + "\t"))
+        lines.insert(last + 1, f"{stamp}\tInnodb_history_list_length\t50000\tdelta\n")
+    status.write_text("".join(lines))
+    causes = stats.cells(frame.load(run)).set_index("trial").loc[TRIAL, "stall_causes"].split("; ")
+    assert "checkpoint age past the async flush point" in causes[0] and "history list growth" in causes[0], causes
+    assert causes[1].startswith(f"stall at {second:g} s: checkpoint age past the async flush point (hurried flushing): ")
+    assert causes[1].endswith('the server\'s error log: "[ERROR] InnoDB: fsync() returned EIO"'), causes
+    assert _host_causes(run / TRIAL) == causes
+
+
+def _host_causes(directory: Path) -> list[str]:
+    """The causes the trial module gives its stalls flag in trial.json (innomatrix_host.flags.of_trial)."""
+    trial = json.loads((directory / "trial.json").read_text())
+    intervals = parse_output((directory / "driver.log").read_text())["intervals"]
+    durations = trial["durations"]
+    stalled = measured_stalls(intervals, durations["warmup_s"], durations["report_interval_s"])
+    first = first_measured_t(durations["warmup_s"], durations["report_interval_s"])
+    times = [interval["t"] for interval in intervals if interval["t"] >= first]
+    found = flags.of_trial(directory, trial, stalled, times[-1], times)
+    [stall] = [flag for flag in found if flag["flag"] == "stalls"]
+    return stall["evidence"]["causes"]
 
 
 def _status_stamp_at(status: Path, loaded: frame.Frame, t: float) -> str:

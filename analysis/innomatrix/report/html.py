@@ -69,7 +69,7 @@ def flags_html(cells: pd.DataFrame) -> str:
     if flagged.empty:
         return '<p class="ok">No trial is flagged.</p>'
     causes = flagged["stall_causes"] if "stall_causes" in flagged else pd.Series("", index=flagged.index)
-    # Each stall episode with what coincided with it (innomatrix.stalls), under its trial's flags.
+    # Each stall episode with what coincided with it (innomatrix_host.stalls), under its trial's flags.
     items = "".join(f'<li><code>{escape(t)}</code>: <span class="flag">{escape(f)}</span>'
                     + (f'<ul>{"".join(f"<li>{escape(line)}</li>" for line in str(c).split("; "))}</ul>' if c else "")
                     + "</li>"

@@ -66,3 +66,26 @@ def read(text: str) -> ServerLog:
             shown = "".join(ch if ch.isprintable() else "?" for ch in f"[{severity}] {message}")
             warned.append(Warned(when, shown[:MESSAGE_CHARS]))
     return ServerLog(first, tuple(warned), False)
+
+
+# Local stamps carry no zone: they are placed by the offset, in whole quarter-hours (every zone's),
+# that puts the log's first line (the server's start, less than the start timeout before the
+# driver's) nearest the driver's start — as the report places local collector stamps.
+QUARTER_HOUR_S = 900
+
+
+def placed(found: ServerLog, started: dt.datetime, span_s: float) -> tuple[list[tuple[float, str]], dt.timedelta]:
+    """The warnings at their seconds since `started` (the driver's start, aware UTC), those within
+    (0, span_s] only, and the offset read off local stamps (zero for stamps with a zone)."""
+    start = started.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    offset = dt.timedelta(0)
+    if found.first is not None and found.first.tzinfo is None:
+        gap_s = (found.first - start).total_seconds()
+        offset = dt.timedelta(seconds=round(gap_s / QUARTER_HOUR_S) * QUARTER_HOUR_S)
+    at_t = []
+    for line in found.warned:
+        moment = line.at - offset if line.at.tzinfo is None else line.at.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        t = (moment - start).total_seconds()
+        if 0 < t <= span_s:
+            at_t.append((t, line.text))
+    return at_t, offset

@@ -1,6 +1,9 @@
 """Why a trial stalled: for each stall episode (measured intervals that did next to nothing,
 innomatrix_host.sysbench.stall_flags), what coincided with it in the same intervals, by rules
-that are data (`RULES`, thresholds named in README) — or "no cause seen", never a guess.
+that are data (`RULES`, thresholds named in README) — or "no cause seen", never a guess. One
+definition: the host applies it to a trial just run (trial.json's stalls flag, from the files it
+wrote: innomatrix_host.collected.stall_figures) and the report to what it loads (summary.csv's
+stall_causes, from its frame). Plain Python: the host has no numpy; a numpy array is a sequence.
 
 Each rule looks at one interval's figures from the collectors (the frame aligns them to the
 driver's intervals) and says what it saw there, with the figure; an episode's causes are the rules
@@ -12,20 +15,18 @@ stall whose intervals no rule explains says so.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-
-from innomatrix_host import flags as host_flags
 
 NO_CAUSE = "no cause seen"
 # A device's request wait at this many times its median over the trial's measured intervals, and at
 # least AWAIT_FLOOR_MS: an fsync burst or the device's own pause.
 AWAIT_FACTOR, AWAIT_FLOOR_MS = 4.0, 5.0
-# CPU saturated in an interval by the CPU-bound flag's own rule for a whole trial: vmstat idle and
-# iowait both below its floor.
-CPU_IDLE_PCT = host_flags.CPU_FLOOR_PCT
+# Below this idle and this iowait share (vmstat, % of all CPUs), the CPUs were the bottleneck: the
+# CPU-bound flag's rule for a whole trial's means (innomatrix_host.flags.resources), and a stall's
+# "CPU saturated" in one interval.
+CPU_FLOOR_PCT = 5.0
 # History list growth: the undo logs not yet purged rose in one interval by at least HISTORY_FLOOR
 # and by HISTORY_FACTOR times the trial's median change an interval (purge fell behind; old row
 # versions pile up and every read walks further).
@@ -42,7 +43,7 @@ class Figures:
     there), and the checkpoint ages at which its server flushes in a hurry (async) and makes writers
     wait (sync), as the server computed them (flush_points.txt; None: not known)."""
 
-    series: Mapping[str, np.ndarray]
+    series: Mapping[str, Sequence[float]]
     async_bytes: int | None = None
     sync_bytes: int | None = None
     # The server's [Warning] and [ERROR] lines: (seconds since the driver started, text).
@@ -52,18 +53,21 @@ class Figures:
         values = self.series.get(metric)
         return float(values[index]) if values is not None and 0 <= index < len(values) else math.nan
 
+    def values(self, metric: str) -> list[float]:
+        found = self.series.get(metric)
+        return [] if found is None else [float(value) for value in found]
+
     def median(self, metric: str) -> float:
-        values = self.series.get(metric)
-        if values is None or not np.isfinite(values).any():
-            return math.nan
-        return float(np.nanmedian(values))
+        return _median(self.values(metric))
 
     def median_change(self, metric: str) -> float:
-        values = self.series.get(metric)
-        if values is None or len(values) < 2:
-            return math.nan
-        changes = np.abs(np.diff(values))
-        return float(np.nanmedian(changes)) if np.isfinite(changes).any() else math.nan
+        values = self.values(metric)
+        return _median([abs(later - earlier) for earlier, later in zip(values, values[1:])])
+
+
+def _median(values: Sequence[float]) -> float:
+    known = [float(value) for value in values if not math.isnan(value)]
+    return statistics.median(known) if known else math.nan
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ def _await(figures: Figures, index: int) -> float | None:
 
 def _cpu(figures: Figures, index: int) -> float | None:
     idle, iowait = figures.at("vmstat.id", index), figures.at("vmstat.wa", index)
-    return 100 - idle - iowait if idle < CPU_IDLE_PCT and iowait < CPU_IDLE_PCT else None
+    return 100 - idle - iowait if idle < CPU_FLOOR_PCT and iowait < CPU_FLOOR_PCT else None
 
 
 def _history(figures: Figures, index: int) -> float | None:
@@ -123,7 +127,7 @@ RULES = (
     Rule("free-page waits (Innodb_buffer_pool_wait_free)", "/s", _positive("status.Innodb_buffer_pool_wait_free")),
     Rule("redo log waits (Innodb_log_waits)", "/s", _positive("status.Innodb_log_waits")),
     Rule(f"device wait at {AWAIT_FACTOR:g}× its median or more", "ms", _await),
-    Rule(f"CPU saturated (idle and iowait below {CPU_IDLE_PCT:g} %)", "% busy", _cpu),
+    Rule(f"CPU saturated (idle and iowait below {CPU_FLOOR_PCT:g} %)", "% busy", _cpu),
     Rule(f"history list growth (purge behind: {HISTORY_FLOOR:g} or more and {HISTORY_FACTOR:g}× the usual change "
          "in an interval)", "undo logs", _history),
 )
