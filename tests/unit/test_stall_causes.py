@@ -17,8 +17,7 @@ import pytest
 from innomatrix import frame, stats
 from innomatrix_host.sysbench import episodes
 from innomatrix_host import flags, server_log, stalls
-from innomatrix_host.measured import first_measured_t
-from innomatrix_host.sysbench import measured_stalls, parse_output
+from trial_module import trial_module
 from innomatrix.report import html
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "real-demo"
@@ -150,14 +149,13 @@ def test_a_real_trial_doctored_to_stall_has_each_stall_explained_or_not(tmp_path
 
 
 def _host_causes(directory: Path) -> list[str]:
-    """The causes the trial module gives its stalls flag in trial.json (innomatrix_host.flags.of_trial)."""
+    """The causes the trial module gives its stalls flag in trial.json, as it does at the trial's end:
+    its driver's summary (summarise_driver), then innomatrix_host.flags.of_trial."""
     trial = json.loads((directory / "trial.json").read_text())
-    intervals = parse_output((directory / "driver.log").read_text())["intervals"]
     durations = trial["durations"]
-    stalled = measured_stalls(intervals, durations["warmup_s"], durations["report_interval_s"])
-    first = first_measured_t(durations["warmup_s"], durations["report_interval_s"])
-    times = [interval["t"] for interval in intervals if interval["t"] >= first]
-    found = flags.of_trial(directory, trial, stalled, times[-1], times)
+    cell = {"workload": "oltp", "warmup": durations["warmup_s"], "report_interval": durations["report_interval_s"]}
+    measured = trial_module.summarise_driver(directory, cell, trial)
+    found = flags.of_trial(directory, trial, measured.stalled, measured.last_t, measured.times)
     [stall] = [flag for flag in found if flag["flag"] == "stalls"]
     return stall["evidence"]["causes"]
 

@@ -5,22 +5,15 @@ real process."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import innomatrix_host
 import pytest
 from innomatrix_host import flags
+from trial_module import trial_module
 
 ROOT = Path(__file__).resolve().parents[2]
-# The module imports the host package as Ansible's wrapper names it.
-sys.modules.setdefault("ansible.module_utils.innomatrix_host", innomatrix_host)
-_spec = importlib.util.spec_from_file_location("innomatrix_trial", ROOT / "host/modules/innomatrix_trial.py")
-trial_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(trial_module)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "sysbench" / "oltp"
 QUEUE_FULL = FIXTURES / "1.0.20-oltp_read_write-t4-rate30000-p99-histogram-queue-full.txt"
