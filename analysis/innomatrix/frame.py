@@ -284,7 +284,7 @@ def load_trial(directory: Path, run: Path) -> TrialData:
         _on_the_trials_clock(t, path, meta)
         for metric, values in samples.metrics.items():
             data.add(t, f"{source}.{metric}", values[keep])
-    meta.update(_server_settings(directory, notes))
+    meta.update(_server_settings(directory, notes, meta["flush_points_unread"]))
     meta["server_warnings"] = _server_warnings(directory, meta, notes)
     meta["notes"] = "; ".join(notes)
     meta["marks"] = "; ".join(meta["marks"])
@@ -328,7 +328,7 @@ def _on_the_trials_clock(t: np.ndarray, path: Path, meta: dict[str, Any]) -> Non
                              f"({first:g} to {last:g} s): the collector started late or stopped early")
 
 
-def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
+def _server_settings(directory: Path, notes: list[str], flush_points_unread: str = "") -> dict[str, Any]:
     """The I/O settings the server ran with (`setting.<name>`, from variables.txt), and what its
     flags say of them against the trial's my.cnf (`server_flags`: innomatrix_host.flags.server, the
     definition the host applied; trial.json's flags are not read back). Trials from before
@@ -337,6 +337,8 @@ def _server_settings(directory: Path, notes: list[str]) -> dict[str, Any]:
     found: dict[str, Any] = {f"setting.{name}": None for name in settings.IO_SETTINGS}
     found.update(server_flags="", flush_async_bytes=None, flush_sync_bytes=None)
     points = directory / "flush_points.txt"
+    if flush_points_unread:
+        notes.append(f"flush_points.txt: none, the server would not give them ({flush_points_unread[:200]})")
     if os.path.lexists(points):
         try:
             parsed = flush_points.parse(tree.read_text(points))
@@ -364,12 +366,16 @@ def _server_warnings(directory: Path, meta: dict[str, Any], notes: list[str]) ->
     path = directory / "mysqld.err"
     if not os.path.lexists(path):
         return ()
-    found = server_log.read(tree.read_text(path))
+    # The error log is the server's: a trial may fill it beyond the report's need, never stop it.
+    head, more = tree.read_head(path, tree.TEXT_LIMIT)
+    found = server_log.read(head.decode(errors="replace"))
     at_t, offset = server_log.placed(found, meta["started"].to_pydatetime(), _span_s(meta) + _CLOCK_SLACK_S)
-    if offset:
+    if offset is None:
+        notes.append("mysqld.err: its stamps lie more than a day's zones from the trial's start: not placed")
+    elif offset:
         notes.append(f"mysqld.err: local stamps read as UTC{offset.total_seconds() / 3600:+g} h")
-    if found.cut:
-        notes.append(f"mysqld.err: more than {server_log.MOST_LINES} warnings; the rest not read")
+    if found.cut or more:
+        notes.append(f"mysqld.err: only its first {server_log.MOST_LINES} warnings or {tree.TEXT_LIMIT >> 20} MiB read")
     return tuple(at_t)
 
 

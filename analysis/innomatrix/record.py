@@ -175,6 +175,8 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "command_options": command_options(command or ""),
         "server_flavor": fields.text("server.flavor"),
         "server_version": fields.text("server.version"),
+        # Why the trial has no flush_points.txt, when its server would not give them.
+        "flush_points_unread": fields.text("flush_points_unread", ""),
         "_device": device or None,
         "recorded_median": fields.number("summary.throughput_median", 0, 1e15),
         "recorded_pct": fields.number("summary.latency_pct", 0, 100),

@@ -23,7 +23,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from innomatrix import layout
 
@@ -94,10 +94,9 @@ def trial_dirs(run: Path) -> list[Path]:
     return sorted(found)
 
 
-def read_bytes(path: Path, limit: int, why: str = "") -> bytes:
-    """A regular file's bytes, opened without following a symlink or blocking on a FIFO; a file
-    larger than `limit` is refused unread (`why` says where the limit comes from). A device is
-    never opened: opening some (a tape) does something."""
+def _open_regular(path: Path) -> BinaryIO:
+    """A regular file opened without following a symlink or blocking on a FIFO. A device is never
+    opened: opening some (a tape) does something."""
     try:
         refuse_special(path, os.lstat(path).st_mode)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -105,11 +104,29 @@ def read_bytes(path: Path, limit: int, why: str = "") -> bytes:
         if exc.errno == errno.ELOOP:
             refuse_special(path, os.lstat(path).st_mode)
         raise TreeError(f"{path}: cannot be opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
+    handle = os.fdopen(fd, "rb")
+    info = os.fstat(handle.fileno())
+    if stat.S_ISREG(info.st_mode):
+        return handle
+    handle.close()
+    refuse_special(path, info.st_mode)
+    raise TreeError(f"{path}: not a regular file")
+
+
+def read_head(path: Path, limit: int) -> tuple[bytes, bool]:
+    """A regular file's first `limit` bytes (opened as read_bytes opens it), and whether it holds more:
+    for a log a trial may honestly fill beyond what the report needs of it (a server's error log)."""
+    with _open_regular(path) as handle:
+        data = handle.read(limit + 1)
+    return data[:limit], len(data) > limit
+
+
+def read_bytes(path: Path, limit: int, why: str = "") -> bytes:
+    """A regular file's bytes, opened without following a symlink or blocking on a FIFO; a file
+    larger than `limit` is refused unread (`why` says where the limit comes from). A device is
+    never opened: opening some (a tape) does something."""
+    with _open_regular(path) as handle:
         info = os.fstat(handle.fileno())
-        refuse_special(path, info.st_mode)
-        if not stat.S_ISREG(info.st_mode):
-            raise TreeError(f"{path}: not a regular file")
         if info.st_size > limit:
             raise TreeError(f"{path}: {_size(info.st_size)}, more than {_size(limit)}{why}: refused unread "
                             "(a damaged or foreign file)")

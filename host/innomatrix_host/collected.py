@@ -125,14 +125,13 @@ def status_samples(text: str) -> list[tuple[dt.datetime, dict[str, float]]]:
     rows: dict[str, list[tuple[str, float, str]]] = {}
     for line in text.splitlines()[1:]:
         fields = line.split("\t")
-        if len(fields) == 4 and fields[3] in ("absolute", "delta") and (fields[1] in STALL_GAUGES
-                                                                       or fields[1] in STALL_COUNTERS):
-            try:
-                rows.setdefault(fields[0], []).append((fields[1], float(fields[2]), fields[3]))
-            except ValueError:
-                continue
-        elif len(fields) == 4 and fields[3] in ("absolute", "delta"):
-            rows.setdefault(fields[0], [])
+        if len(fields) != 4 or fields[3] not in ("absolute", "delta"):
+            continue
+        values = rows.setdefault(fields[0], [])
+        # The sampler writes whole numbers only (its deltas may be negative); anything else is no figure.
+        if (fields[1] in STALL_GAUGES or fields[1] in STALL_COUNTERS) \
+                and fields[2].lstrip("-").isdecimal() and len(fields[2]) <= 21:
+            values.append((fields[1], float(int(fields[2])), fields[3]))
     levels: dict[str, float] = {}
     samples, before = [], None
     for stamp_text, values in rows.items():
@@ -145,13 +144,13 @@ def status_samples(text: str) -> list[tuple[dt.datetime, dict[str, float]]]:
             levels.update({name: value for name, value in changes.items() if name in STALL_GAUGES})
             before = stamp
             continue
-        seconds = (stamp - before).total_seconds()
-        before = stamp
-        if seconds <= 0:
-            continue
         for name in STALL_GAUGES:
             if name in changes and name in levels:
                 levels[name] += changes[name]
+        seconds = (stamp - before).total_seconds()
+        before = stamp
+        if seconds <= 0:  # a clock stepped back: the levels move on, no figures at this sample
+            continue
         figures = {name: level for name, level in levels.items()}
         figures.update({name: changes.get(name, 0.0) / seconds for name in STALL_COUNTERS})
         age = levels.get("Innodb_checkpoint_age")

@@ -6,8 +6,9 @@ The trial writes it right after SHOW GLOBAL VARIABLES (runtime.Server.flush_poin
 bytes` per line, from INNODB_METRICS (`log_max_modified_age_async` on both servers,
 `log_max_modified_age_sync` on MySQL) and SHOW GLOBAL STATUS (`Innodb_checkpoint_max_age`, MariaDB's
 sync point). Other lines are not ours to read and are passed over; a value that is no byte count a
-server has, or an async point beyond the sync one, is a FlushPointsError naming the line (the
-report makes it a one-line error naming the file; the host gives no flushing cause).
+server has, an async point beyond the sync one, one point without the other, or a file cut short
+is a FlushPointsError naming the line (the report makes it a one-line error naming the file; the
+host gives no flushing cause).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class FlushPoints:
 
 
 def parse(text: str) -> FlushPoints:
+    if text and not text.endswith("\n"):  # the client ends every row: a last one without its end was cut
+        raise FlushPointsError("cut short: the last line has no line break", text.count("\n") + 1)
     found: dict[str, tuple[int, int]] = {}
     for number, line in enumerate(text.splitlines(), 1):
         name, tab, value = line.partition("\t")
@@ -51,7 +54,14 @@ def parse(text: str) -> FlushPoints:
                                    "a flush point", number)
         found[name] = (size, number)
     async_at = found.get(ASYNC)
-    sync_at = next((found[name] for name in SYNC_NAMES if name in found), None)
+    syncs = [found[name] for name in SYNC_NAMES if name in found]
+    if len({size for size, _ in syncs}) > 1:
+        raise FlushPointsError(f"two sync flush points ({syncs[0][0]} and {syncs[1][0]}): a server has one", syncs[1][1])
+    sync_at = syncs[0] if syncs else None
+    if bool(async_at) != bool(sync_at):  # one client call writes both, or nothing
+        lone = async_at or sync_at
+        raise FlushPointsError(f"the {'async' if async_at else 'sync'} flush point without the "
+                               f"{'sync' if async_at else 'async'} one: the file was cut or edited", lone[1])
     if async_at and sync_at and async_at[0] > sync_at[0]:
         raise FlushPointsError(f"the async flush point ({async_at[0]}) lies beyond the sync one ({sync_at[0]}): "
                                "no server computes them so", async_at[1])

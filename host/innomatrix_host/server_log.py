@@ -47,7 +47,7 @@ def _stamp(line: str) -> tuple[dt.datetime, str, str] | None:
         if found := _MARIADB.fullmatch(line):
             day, clock, severity, message = found.groups()
             return dt.datetime.fromisoformat(f"{day}T{int(clock.split(':')[0]):02d}:{clock.split(':', 1)[1]}"), severity, message
-    except ValueError:  # month 13, hour 25: not a line a server stamped
+    except (ValueError, OverflowError):  # month 13, hour 25, year 9999 past UTC: not a line a server stamped
         return None
     return None
 
@@ -70,21 +70,30 @@ def read(text: str) -> ServerLog:
 
 # Local stamps carry no zone: they are placed by the offset, in whole quarter-hours (every zone's),
 # that puts the log's first line (the server's start, less than the start timeout before the
-# driver's) nearest the driver's start — as the report places local collector stamps.
+# driver's) nearest the driver's start — as the report places local collector stamps. No zone is
+# further from UTC than MOST_OFFSET: a larger one is no zone, and nothing is placed.
 QUARTER_HOUR_S = 900
+MOST_OFFSET = dt.timedelta(hours=14)
 
 
-def placed(found: ServerLog, started: dt.datetime, span_s: float) -> tuple[list[tuple[float, str]], dt.timedelta]:
+def placed(found: ServerLog, started: dt.datetime,
+           span_s: float) -> tuple[list[tuple[float, str]], dt.timedelta | None]:
     """The warnings at their seconds since `started` (the driver's start, aware UTC), those within
-    (0, span_s] only, and the offset read off local stamps (zero for stamps with a zone)."""
+    (0, span_s] only, and the offset read off local stamps (zero for stamps with a zone; None, and
+    no warning placed, when the first line lies further from the start than any zone)."""
     start = started.astimezone(dt.timezone.utc).replace(tzinfo=None)
     offset = dt.timedelta(0)
     if found.first is not None and found.first.tzinfo is None:
         gap_s = (found.first - start).total_seconds()
         offset = dt.timedelta(seconds=round(gap_s / QUARTER_HOUR_S) * QUARTER_HOUR_S)
+        if abs(offset) > MOST_OFFSET:
+            return [], None
     at_t = []
     for line in found.warned:
-        moment = line.at - offset if line.at.tzinfo is None else line.at.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        try:
+            moment = line.at - offset if line.at.tzinfo is None else line.at.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        except OverflowError:  # a stamp at the calendar's edge: no moment of this trial
+            continue
         t = (moment - start).total_seconds()
         if 0 < t <= span_s:
             at_t.append((t, line.text))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 NO_CAUSE = "no cause seen"
 # A device's request wait at this many times its median over the trial's measured intervals, and at
@@ -48,6 +48,8 @@ class Figures:
     sync_bytes: int | None = None
     # The server's [Warning] and [ERROR] lines: (seconds since the driver started, text).
     server_warnings: Sequence[tuple[float, str]] = ()
+    # Each metric's median and median change, found once: a rule asks at every stalled interval.
+    _medians: dict[tuple[str, str], float] = field(default_factory=dict, compare=False, repr=False)
 
     def at(self, metric: str, index: int) -> float:
         values = self.series.get(metric)
@@ -58,11 +60,15 @@ class Figures:
         return [] if found is None else [float(value) for value in found]
 
     def median(self, metric: str) -> float:
-        return _median(self.values(metric))
+        if ("level", metric) not in self._medians:
+            self._medians["level", metric] = _median(self.values(metric))
+        return self._medians["level", metric]
 
     def median_change(self, metric: str) -> float:
-        values = self.values(metric)
-        return _median([abs(later - earlier) for earlier, later in zip(values, values[1:])])
+        if ("change", metric) not in self._medians:
+            values = self.values(metric)
+            self._medians["change", metric] = _median([abs(later - earlier) for earlier, later in zip(values, values[1:])])
+        return self._medians["change", metric]
 
 
 def _median(values: Sequence[float]) -> float:

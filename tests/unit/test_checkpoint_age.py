@@ -149,3 +149,25 @@ def test_dirty_pages_are_a_share_of_the_pool_and_more_than_the_pool_marks_the_tr
     doctored = frame.load(run)
     assert np.isnan(_metric(doctored, frame.DIRTY_PCT)[dirty > 3]).all()
     assert "more dirty pages than the buffer pool has" in doctored.trials.loc[TRIAL, "marks"]
+
+
+def test_a_sampler_that_failed_part_way_leaves_a_gap_in_its_line_never_a_bridge(tmp_path: Path) -> None:
+    """The status sampler did not answer for three seconds (#error rows in place of its samples):
+    the trial still reports, the frame has no figure there, and the panel's line breaks there."""
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    path = run / TRIAL / "status.log"
+    lines = path.read_text().splitlines(keepends=True)
+    stamps = sorted({line.split("\t")[0] for line in lines[1:]})
+    lost = set(stamps[8:11])
+    kept = [line for line in lines if line.split("\t")[0] not in lost]
+    kept += [f"{stamp}\t#error\tserver did not answer in 5 s\terror\n" for stamp in sorted(lost)]
+    path.write_text(kept[0] + "".join(sorted(kept[1:], key=lambda line: line.split("\t")[0])))
+    loaded = frame.load(run)
+    t = loaded.intervals[(loaded.intervals["trial"] == TRIAL).to_numpy()
+                         & (loaded.intervals["metric"] == "status.Innodb_buffer_pool_pages_flushed").to_numpy()]["t"]
+    steps = np.diff(np.sort(t.to_numpy()))
+    assert steps.max() == 4.0 and (steps == 1.0).sum() == len(steps) - 1  # three seconds missing, not filled
+    drawn_t, drawn_v = plots.broken_at_gaps(np.sort(t.to_numpy()), np.ones(len(t)))
+    assert len(drawn_t) == len(t) + 1 and np.isnan(drawn_v).sum() == 1  # one break, where the samples stop
+    assert stats.cells(loaded).set_index("trial").loc[TRIAL, "status"] == "ok"

@@ -8,6 +8,7 @@ MySQL fixture's)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -47,6 +48,11 @@ def test_the_sync_point_mariadb_states_is_the_one_its_status_log_shows_every_sec
     ("log_max_modified_age_async\t" + str(2 ** 51) + "\n", 1, "no server computes such a flush point"),
     (MYSQL_96M + "log_max_modified_age_sync\t83595776\n", 3, "listed twice (first on line 2)"),
     ("log_max_modified_age_async\t90000000\nInnodb_checkpoint_max_age\t80000000\n", 1, "lies beyond the sync one"),
+    # Cut: 189625606 read as 18 would put every second past the async point.
+    ("Innodb_checkpoint_max_age\t216714978\nlog_max_modified_age_async\t18", 2, "cut short"),
+    ("log_max_modified_age_async\t1896\n", 1, "the async flush point without the sync one"),
+    ("x\ty\nInnodb_checkpoint_max_age\t216714978\n", 2, "the sync flush point without the async one"),
+    (MYSQL_96M + "Innodb_checkpoint_max_age\t216714978\n", 3, "two sync flush points"),
 ])
 def test_a_damaged_file_is_an_error_naming_its_line(text: str, line: int, says: str) -> None:
     with pytest.raises(flush_points.FlushPointsError) as caught:
@@ -75,3 +81,28 @@ def test_a_damaged_file_in_a_tree_stops_the_report_with_one_line(tmp_path: Path)
     (run / DEMO_TRIAL / "flush_points.txt").write_text("log_max_modified_age_async\t1e309\n")
     with pytest.raises(ParseError, match=r"flush_points.txt:1: log_max_modified_age_async is '1e309', not a byte count"):
         frame.load(run)
+
+
+def test_a_server_that_would_not_give_them_is_said_so(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    record = run / DEMO_TRIAL / "trial.json"
+    trial = json.loads(record.read_text())
+    trial["flush_points_unread"] = "mariadb exited 1: ERROR 1227 (42000): Access denied"
+    record.write_text(json.dumps(trial))
+    notes = frame.load(run).trials.loc[DEMO_TRIAL, "notes"]
+    assert "flush_points.txt: none, the server would not give them (mariadb exited 1: ERROR 1227" in notes
+
+
+def test_a_huge_or_hostile_error_log_never_stops_the_report(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    log = run / DEMO_TRIAL / "mysqld.err"
+    with log.open("a") as out:
+        out.write("9999-12-31T23:59:59.000000-01:00 0 [Warning] past the calendar's end\n")
+        out.write("2026-11-26  8:41:30 0 [Note] InnoDB: a note\n" * 120_000)  # 5 MiB and more
+    loaded = frame.load(run)
+    assert "mysqld.err: only its first 10000 warnings or 4 MiB read" in loaded.trials.loc[DEMO_TRIAL, "notes"]
+    log.write_text("0001-01-01  0:00:00 0 [Note] a first line in year 1\n"
+                   "9999-12-31 23:59:59 0 [Warning] and one at the calendar's end\n")
+    assert "not placed" in frame.load(run).trials.loc[DEMO_TRIAL, "notes"]

@@ -157,6 +157,17 @@ def window_means(t: np.ndarray, v: np.ndarray, width: float) -> tuple[np.ndarray
     return keys * width, np.bincount(inverse, weights=v) / np.bincount(inverse)
 
 
+def broken_at_gaps(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A line with a NaN point wherever a sample is missing (a step longer than 1.5 × the usual
+    one), so the figure shows the gap instead of drawing across it: never interpolated."""
+    t, v = np.asarray(t, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    if len(t) < 3:
+        return t, v
+    steps = np.diff(t)
+    after = np.flatnonzero(steps > 1.5 * np.median(steps)) + 1
+    return np.insert(t, after, t[after - 1] + steps[after - 1] / 2), np.insert(v, after, np.nan)
+
+
 def time_series(series: Series, name: str, block: pd.DataFrame, metric: str, ylabel: str, title: str,
                 width: float | None = None) -> bytes | None:
     """One line per trial; with `width`, the means of windows of that many seconds instead of every interval."""
@@ -168,7 +179,7 @@ def time_series(series: Series, name: str, block: pd.DataFrame, metric: str, yla
         found = series.get(metric, row["trial"])
         if found is None:
             continue
-        t, v = found if width is None else window_means(*found, width)
+        t, v = broken_at_gaps(*found) if width is None else window_means(*found, width)
         axes.plot(t, v, lw=0.9, color=color, label=_label(row))
         drawn = True
     if not drawn:
@@ -199,7 +210,7 @@ def panels(series: Series | PerTransaction, name: str, block: pd.DataFrame, spec
             found = series.get(metric, row["trial"])
             if found is None:
                 continue
-            t, v = found
+            t, v = broken_at_gaps(*found)
             axes.plot(t, v * scale, lw=0.8, color=color, label=_label(row))
             if not with_lines or with_lines[-1] is not axes:
                 with_lines.append(axes)
