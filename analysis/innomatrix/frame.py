@@ -367,15 +367,15 @@ def _server_warnings(directory: Path, meta: dict[str, Any], notes: list[str]) ->
     if not os.path.lexists(path):
         return ()
     # The error log is the server's: a trial may fill it beyond the report's need, never stop it.
-    head, more = tree.read_head(path, tree.TEXT_LIMIT)
-    found = server_log.read(head.decode(errors="replace"))
+    found = server_log.from_head(*tree.read_head(path, server_log.MOST_BYTES))
     at_t, offset = server_log.placed(found, meta["started"].to_pydatetime(), _span_s(meta) + _CLOCK_SLACK_S)
     if offset is None:
         notes.append("mysqld.err: its stamps lie more than a day's zones from the trial's start: not placed")
     elif offset:
         notes.append(f"mysqld.err: local stamps read as UTC{offset.total_seconds() / 3600:+g} h")
-    if found.cut or more:
-        notes.append(f"mysqld.err: only its first {server_log.MOST_LINES} warnings or {tree.TEXT_LIMIT >> 20} MiB read")
+    if found.cut:
+        notes.append(f"mysqld.err: only its first {server_log.MOST_LINES} warnings or "
+                     f"{server_log.MOST_BYTES >> 20} MiB read")
     return tuple(at_t)
 
 

@@ -105,7 +105,11 @@ def _open_regular(path: Path) -> BinaryIO:
             refuse_special(path, os.lstat(path).st_mode)
         raise TreeError(f"{path}: cannot be opened ({exc.strerror})") from None
     handle = os.fdopen(fd, "rb")
-    info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(handle.fileno())
+    except OSError as exc:
+        handle.close()
+        raise TreeError(f"{path}: cannot be read ({exc.strerror})") from None
     if stat.S_ISREG(info.st_mode):
         return handle
     handle.close()

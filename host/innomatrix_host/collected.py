@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +25,8 @@ from .measured import EPSILON_S, first_measured_t
 
 # vmstat and iostat stamp their samples in whole seconds, the status sampler in milliseconds.
 RESOLUTION_S, STATUS_RESOLUTION_S = 1.0, 0.001
+# The sampler writes whole numbers (its deltas may be negative); anything else is no figure.
+_WHOLE = re.compile(r"-?[0-9]{1,20}")
 # What the stall rules read of status.log: gauges as levels, counters as rates a second.
 STALL_GAUGES = ("Innodb_checkpoint_age", "Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
                 "Innodb_history_list_length")
@@ -128,9 +131,7 @@ def status_samples(text: str) -> list[tuple[dt.datetime, dict[str, float]]]:
         if len(fields) != 4 or fields[3] not in ("absolute", "delta"):
             continue
         values = rows.setdefault(fields[0], [])
-        # The sampler writes whole numbers only (its deltas may be negative); anything else is no figure.
-        if (fields[1] in STALL_GAUGES or fields[1] in STALL_COUNTERS) \
-                and fields[2].lstrip("-").isdecimal() and len(fields[2]) <= 21:
+        if (fields[1] in STALL_GAUGES or fields[1] in STALL_COUNTERS) and _WHOLE.fullmatch(fields[2]):
             values.append((fields[1], float(int(fields[2])), fields[3]))
     levels: dict[str, float] = {}
     samples, before = [], None
@@ -188,5 +189,5 @@ def stall_figures(directory: Path, trial: Mapping[str, Any], times: list[float])
     except flush_points.FlushPointsError:
         points = flush_points.FlushPoints(None, None)
     span_s = (times[-1] if times else 0.0) + interval
-    warned, _ = server_log.placed(server_log.read(text(directory / "mysqld.err")), started, span_s)
+    warned, _ = server_log.placed(server_log.read_head(directory / "mysqld.err"), started, span_s)
     return stalls.Figures(series, points.async_bytes, points.sync_bytes, warned)

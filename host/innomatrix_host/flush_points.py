@@ -54,10 +54,9 @@ def parse(text: str) -> FlushPoints:
                                    "a flush point", number)
         found[name] = (size, number)
     async_at = found.get(ASYNC)
-    syncs = [found[name] for name in SYNC_NAMES if name in found]
-    if len({size for size, _ in syncs}) > 1:
-        raise FlushPointsError(f"two sync flush points ({syncs[0][0]} and {syncs[1][0]}): a server has one", syncs[1][1])
-    sync_at = syncs[0] if syncs else None
+    # INNODB_METRICS' sync point where the server has it; MariaDB has none there, and its
+    # Innodb_checkpoint_max_age is its sync point (Percona Server's, a larger age, is not).
+    sync_at = next((found[name] for name in SYNC_NAMES if name in found), None)
     if bool(async_at) != bool(sync_at):  # one client call writes both, or nothing
         lone = async_at or sync_at
         raise FlushPointsError(f"the {'async' if async_at else 'sync'} flush point without the "

@@ -13,11 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 SEVERE = ("warning", "error")
 MESSAGE_CHARS = 120
-# Enough for any trial's own warnings; an error log that warns more each second is cut, and says so.
-MOST_LINES = 10_000
+# Enough for any trial's own warnings; an error log that warns more is read this far, and says so.
+MOST_LINES, MOST_BYTES = 10_000, 4 * 2 ** 20
 _MYSQL = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)(Z|[+-]\d{2}:\d{2}) +\d+ +\[(\w+)\] +(.*)")
 _MARIADB = re.compile(r"(\d{4}-\d{2}-\d{2}) +(\d{1,2}:\d{2}:\d{2}) +\d+ +\[(\w+)\] +(.*)")
 
@@ -66,6 +67,26 @@ def read(text: str) -> ServerLog:
             shown = "".join(ch if ch.isprintable() else "?" for ch in f"[{severity}] {message}")
             warned.append(Warned(when, shown[:MESSAGE_CHARS]))
     return ServerLog(first, tuple(warned), False)
+
+
+def from_head(data: bytes, more: bool) -> ServerLog:
+    """What read() finds in the first bytes of a log; `more`: the log holds more (the last line
+    of these bytes, likely cut, is dropped, and the result says it was cut)."""
+    text = data.decode(errors="replace")
+    if more:
+        text = text[:text.rfind("\n") + 1]
+    found = read(text)
+    return ServerLog(found.first, found.warned, found.cut or more)
+
+
+def read_head(path: Path) -> ServerLog:
+    """The first MOST_BYTES of a log this host just wrote (none: nothing warned)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MOST_BYTES + 1)
+    except OSError:
+        return ServerLog(None, (), False)
+    return from_head(data[:MOST_BYTES], len(data) > MOST_BYTES)
 
 
 # Local stamps carry no zone: they are placed by the offset, in whole quarter-hours (every zone's),

@@ -49,7 +49,7 @@ class Figures:
     # The server's [Warning] and [ERROR] lines: (seconds since the driver started, text).
     server_warnings: Sequence[tuple[float, str]] = ()
     # Each metric's median and median change, found once: a rule asks at every stalled interval.
-    _medians: dict[tuple[str, str], float] = field(default_factory=dict, compare=False, repr=False)
+    _medians: dict[tuple[str, str], float] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def at(self, metric: str, index: int) -> float:
         values = self.series.get(metric)

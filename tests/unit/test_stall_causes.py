@@ -218,3 +218,21 @@ def test_the_error_log_reader_takes_both_servers_stamps_and_passes_over_what_is_
         ("2026-11-28T00:41:54", "[Warning] ?[31mcolour?"),
     ]
     assert not found.cut
+
+
+def test_the_hosts_status_reader_takes_whole_numbers_and_passes_over_the_rest() -> None:
+    from innomatrix_host import collected
+    text = ("time\tvariable\tvalue\tkind\n"
+            "2026-11-28T00:00:00.000Z\tInnodb_history_list_length\t100\tabsolute\n"
+            "2026-11-28T00:00:00.000Z\tInnodb_log_waits\t7\tabsolute\n"
+            "2026-11-28T00:00:01.000Z\tInnodb_history_list_length\t-40\tdelta\n"
+            "2026-11-28T00:00:01.000Z\tInnodb_log_waits\t--5\tdelta\n"
+            "2026-11-28T00:00:02.000Z\tInnodb_log_waits\t1e400\tdelta\n"
+            "2026-11-28T00:00:02.000Z\tInnodb_buffer_pool_wait_free\t" + "9" * 400 + "\tdelta\n"
+            "2026-11-28T00:00:03.000Z\tInnodb_log_waits\t4\tdelta\n")
+    samples = collected.status_samples(text)
+    assert [figures for _, figures in samples] == [
+        {"Innodb_history_list_length": 60.0, "Innodb_buffer_pool_wait_free": 0.0, "Innodb_log_waits": 0.0},
+        {"Innodb_history_list_length": 60.0, "Innodb_buffer_pool_wait_free": 0.0, "Innodb_log_waits": 0.0},
+        {"Innodb_history_list_length": 60.0, "Innodb_buffer_pool_wait_free": 0.0, "Innodb_log_waits": 4.0},
+    ]

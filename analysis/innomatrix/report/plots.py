@@ -161,10 +161,11 @@ def broken_at_gaps(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """A line with a NaN point wherever a sample is missing (a step longer than 1.5 × the usual
     one), so the figure shows the gap instead of drawing across it: never interpolated."""
     t, v = np.asarray(t, dtype=np.float64), np.asarray(v, dtype=np.float64)
-    if len(t) < 3:
-        return t, v
     steps = np.diff(t)
-    after = np.flatnonzero(steps > 1.5 * np.median(steps)) + 1
+    usual = steps[np.isfinite(steps) & (steps > 0)]
+    if usual.size < 2:
+        return t, v
+    after = np.flatnonzero(steps > 1.5 * np.median(usual)) + 1
     return np.insert(t, after, t[after - 1] + steps[after - 1] / 2), np.insert(v, after, np.nan)
 
 
