@@ -36,7 +36,7 @@ class Warned:
 class ServerLog:
     first: dt.datetime | None  # the first stamped line of any severity: the server's start
     warned: tuple[Warned, ...]
-    cut: bool                  # more than MOST_LINES warnings: the rest were not read
+    cut: bool                  # more than MOST_LINES warnings or MOST_BYTES: the rest were not read
 
 
 def _stamp(line: str) -> tuple[dt.datetime, str, str] | None:
