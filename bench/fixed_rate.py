@@ -17,6 +17,13 @@ Then, from the report's own tables, the capacity at p99 ≤ 20, 50 and 100 ms: t
 by the merged histograms and the sure bracket a verdict stands on (every trial met, every trial
 missed). `bench/fixed_rate.py capacity` prints only that, from the results already there.
 
+    .venv/bin/python bench/fixed_rate.py search [REPEATS] [SLA_MS]   # default 3 and 20
+
+The capacity search (rates=auto, p99 ≤ SLA_MS) on the same configuration, 4 s warmup and 20 s
+measured, REPEATS trials a step: its steps in the order run (rate, whether the merged p99 met the
+SLA, the trials' wall time), what the search cost (trials, and the run's wall time beside the
+trials'), and the report's capacity and sure bracket at that SLA.
+
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
 
@@ -48,6 +55,9 @@ def main() -> None:
         return
     if sys.argv[1:] == ["capacity"]:
         capacity([path.name for path in sorted(RESULTS.glob("bench-rate-*x"))])
+        return
+    if sys.argv[1:2] == ["search"]:
+        search(int(sys.argv[2]) if len(sys.argv) > 2 else 3, float(sys.argv[3]) if len(sys.argv) > 3 else 20.0)
         return
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     demo_matrix.run(*SHARED, "-e", "run_name=bench-rate-closed")
@@ -83,6 +93,40 @@ def main() -> None:
     print(f"t4-rate{rates[0]}/r1: checkpoint at {log['checkpoints']} s, histogram of "
           f"{sum(n for _, n in log['histogram'])} events, summary {log['summary']['events']}")
     capacity([run])
+
+
+def search(repeats: int, sla_ms: float) -> None:
+    """rates=auto on the demo configuration: the steps, their cost, and the capacity found."""
+    run = f"bench-search-{repeats}x-{sla_ms:g}ms"
+    started = time.monotonic()
+    demo_matrix.run(*SHARED, "-e", f"run_name={run}", "-e", "rates=auto", "-e", f"sla_ms={sla_ms}",
+                    "-e", f"repeats={repeats}", "-e", "warmup=4", "-e", "duration=20")
+    wall = time.monotonic() - started
+    closed = [trial(run, "t4", repeat) for repeat in range(1, repeats + 1)]
+    steps: dict[int, list[dict]] = {}
+    for path in sorted((RESULTS / run / CELL).glob("t4-rate*/r*/trial.json")):
+        found = json.loads(path.read_text())
+        steps.setdefault(found["cell"]["rate"], []).append(found)
+    th = stats.Thresholds(sla_ms=sla_ms)
+    print(f"closed-loop: {statistics.median(t['summary']['throughput_median'] for t in closed):.1f} tps "
+          f"({repeats} trials, {sum(t['wall_s'] for t in closed):.0f} s)")
+    order = sorted(steps, key=lambda rate: min(t["times"]["started"] for t in steps[rate]))
+    for number, rate in enumerate(order, start=1):
+        trials = steps[rate]
+        histograms = [t["latency_histogram"] for t in trials if t.get("latency_histogram")]
+        p99, _, _ = stats.merged_percentile(histograms, 99)
+        behind = sum(bool(t["rate"]["saturated"]) for t in trials)
+        met = p99 is not None and p99 <= sla_ms and not behind
+        print(f"step {number}: {rate}/s {'met' if met else 'missed'} (merged p99 {p99:.2f} ms, {behind} of "
+              f"{len(trials)} saturated), {sum(t['wall_s'] for t in trials):.0f} s of trials")
+    every = sum(len(trials) for trials in steps.values())
+    print(f"search: {len(steps)} steps, {every} trials, {sum(t['wall_s'] for ts in steps.values() for t in ts):.0f} s "
+          f"of trials; the whole run (load, closed-loop, search, report) {wall:.0f} s")
+    loaded = frame.load(RESULTS / run)
+    found = tables.capacity_at_sla(tables.fixed_rate(stats.cells(loaded, th), loaded.histograms, th), th)
+    for _, row in found.data.iterrows():
+        print(f"capacity at p99 ≤ {sla_ms:g} ms: {row['capacity_tps']} tps (first missed {row['first_missed_tps']}), "
+              f"sure {tables.bracket_of(row).describe()}")
 
 
 def capacity(runs: list[str]) -> None:

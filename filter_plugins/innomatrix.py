@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from innomatrix import plan, results, tree
+from innomatrix import plan, results, search, tree
 from innomatrix_host import mycnf
 from innomatrix.plan import KnobError, picked
 
@@ -45,8 +45,16 @@ def innomatrix_check_knobs(knobs: dict, memory_bytes: int, cnf_dir: str, devices
 def innomatrix_plan(knobs: dict, facts: dict, cnf_dir: str, run_dir: str) -> dict:
     """The plan for one host; a bad knob becomes one line of error, not a traceback."""
     try:
-        return plan.expand(knobs, plan.context(facts, cnf_dir), results.finished(run_dir))
+        return search.expand(knobs, plan.context(facts, cnf_dir), run_dir)
     except (KnobError, plan.PlanError, mycnf.MyCnfError, tree.TreeError) as exc:  # a damaged run: one line
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def innomatrix_search_step(searching: list, the_plan: dict, run_dir: str, tried: list) -> dict:
+    """The next step of a pass's capacity searches: {cells, lines} (innomatrix.search)."""
+    try:
+        return search.next_cells(searching, the_plan["spec"]["search"], run_dir, set(tried), the_plan["spec"]["force"])
+    except (plan.PlanError, tree.TreeError) as exc:
         raise AnsibleFilterError(str(exc)) from None
 
 
@@ -70,7 +78,9 @@ def innomatrix_commit(checkout: str) -> str:
 
 
 def innomatrix_outcomes(the_plan: dict, run_dir: str) -> dict:
-    return results.outcomes(the_plan, run_dir)
+    """Every planned cell's line, then where each capacity search ended; and what failed."""
+    cells, searches = results.outcomes(the_plan, run_dir), search.outcomes(the_plan, run_dir)
+    return {"lines": cells["lines"] + searches["lines"], "failed": cells["failed"] + searches["failed"]}
 
 
 def innomatrix_unfinished(gone: list) -> list[str]:
@@ -123,4 +133,5 @@ class FilterModule:
             "innomatrix_unfinished": innomatrix_unfinished,
             "innomatrix_commit": innomatrix_commit,
             "innomatrix_progress": innomatrix_progress,
+            "innomatrix_search_step": innomatrix_search_step,
         }

@@ -42,6 +42,7 @@ from scipy.special import bdtr, bdtrc
 from scipy.stats import t as student_t
 
 from innomatrix import stats
+from innomatrix_host import sysbench as sysbench_log
 
 MET, MISSED, UNSURE, TOO_FEW = "met", "missed", "unsure", "too few events"
 MIN_TRIALS = 3
@@ -80,6 +81,17 @@ def trial_side(histogram: Sequence[tuple[float, int]] | None, saturated: bool, p
         return MET
     fewest = fewest_events(percentile, level)
     return TOO_FEW if fewest is None or events < fewest else UNSURE
+
+
+def point_met(histograms: Sequence[Sequence[tuple[float, int]]], saturated: bool, percentile: float,
+              sla_ms: float) -> tuple[bool, float | None]:
+    """Whether a rate's trials, taken together, met the SLA: the percentile of their merged
+    histogram (every measured event, never an average of percentiles) within the limit, and no
+    trial fell behind; with that percentile (None: no event kept). A point estimate: `outcome`
+    says how sure it is."""
+    merged = sysbench_log.merge_histograms([list(histogram) for histogram in histograms])
+    at_sla = sysbench_log.histogram_percentile(merged, percentile) if merged else None
+    return at_sla is not None and at_sla <= sla_ms and not saturated, at_sla
 
 
 def outcome(sides: Sequence[str]) -> str:

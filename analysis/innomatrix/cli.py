@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from innomatrix import plan, results, tree
+from innomatrix import plan, search, tree
 from innomatrix_host import mycnf
 from innomatrix.plan import KnobError, parse_size
 
@@ -53,7 +53,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "driver_version": args.driver_version,
         }
         ctx = plan.context(facts, args.cnf_dir)
-        the_plan = plan.expand(knobs, ctx, results.finished(run_dir))
+        the_plan = search.expand(knobs, ctx, run_dir)
     except (KnobError, plan.PlanError, mycnf.MyCnfError, tree.TreeError) as exc:  # a damaged run: one line
         return _usage(str(exc))
     print("\n".join(plan.describe(the_plan)))
@@ -84,6 +84,13 @@ def _sla(args: argparse.Namespace) -> tuple[Any, str | None]:
 
     given = {name: value for name, value in (("sla_percentile", args.sla_percentile), ("sla_ms", args.sla_ms))
              if value is not None}
+    # Neither given: the SLA the runs' capacity searches aimed at (rates=auto), where they had one.
+    runs = [run for run in (getattr(args, "run", None), getattr(args, "run_a", None), getattr(args, "run_b", None)) if run]
+    if not given and runs:
+        aimed = {search.recorded_sla(run) for run in runs}
+        if len(aimed) == 1 and (sla := aimed.pop()):
+            given = {"sla_percentile": sla[0], "sla_ms": sla[1]}
+            _say(f"SLA: p{sla[0]:g} ≤ {sla[1]:g} ms, the one the capacity search aimed at (plan.json)")
     thresholds = stats.Thresholds(**given)
     if not 0 < thresholds.sla_percentile <= 100 or not thresholds.sla_ms > 0:
         return thresholds, (f"--sla-percentile {thresholds.sla_percentile:g} --sla-ms {thresholds.sla_ms:g}: give a "
@@ -109,10 +116,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.by == "host":
         if args.run_b is not None:
             return _usage(f"compare --by host takes one run, not {args.run_a} and {args.run_b}")
-        if args.sla_percentile is not None or args.sla_ms is not None:
-            return _usage("compare --by host compares closed-loop throughput only: --sla-percentile and --sla-ms "
-                          "are for two runs (or `innomatrix report`)")
-        return _run_report(lambda: report.compare_hosts(args.run_a, args.out, say=_say))
+        return _run_report(lambda: report.compare_hosts(args.run_a, args.out, say=_say, thresholds=thresholds))
     if args.run_b is None:
         return _usage("compare needs RUN_A and RUN_B (or one run with --by host)")
     return _run_report(lambda: report.compare(args.run_a, args.run_b, args.out, say=_say, thresholds=thresholds))
@@ -137,8 +141,8 @@ def _printable(text: str) -> str:
 
 def _sla_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sla-percentile", type=float, metavar="P",
-                        help="fixed-rate trials: the latency percentile of the SLA (default: p99)")
-    parser.add_argument("--sla-ms", type=float, metavar="MS", help="fixed-rate trials: the SLA's limit (default: 10 ms)")
+                        help="fixed-rate trials: the latency percentile of the SLA (default: the one the capacity search aimed at, else p99)")
+    parser.add_argument("--sla-ms", type=float, metavar="MS", help="fixed-rate trials: the SLA's limit (default: the capacity search's, else 10 ms)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -67,7 +67,10 @@ KNOBS: dict[str, Knob] = {
     "bp_sizes": Knob("list", ["4G"], elements="str", required=True),
     "workloads": Knob("list", ["oltp"], elements="str", required=True),
     "threads": Knob("list", [32], elements="int", required=True),
-    "rates": Knob("list", [], elements="int"),
+    "rates": Knob("raw", []),
+    "sla_percentile": Knob("float", 99.0),
+    "sla_ms": Knob("float", 10.0),
+    "search_steps": Knob("int", 6),
     "repeats": Knob("int", 1),
     "cell_order": Knob("str", "interleaved", choices=ORDERS),
     "cell_order_seed": Knob("int", 0),
@@ -375,10 +378,11 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
     if not threads:
         raise PlanError("threads is empty; give at least one thread count, e.g. threads=4,16")
     rates = _rates(knobs, workloads)
+    search = _search(knobs, workloads)
     flavor = str(value(knobs, "mysql_flavor"))
     choose("mysql_flavor", [flavor], mycnf.FLAVORS)
     auto = _auto(knobs, workloads)
-    if rates and auto:
+    if (rates or search) and auto:
         raise PlanError("rates: fixed-rate trials need a fixed warmup and duration (their latency histogram starts "
                         "at the end of the warmup); give warmup and duration in seconds")
     warmup = non_negative_int("warmup_max" if auto and auto["warmup"] else "warmup",
@@ -419,6 +423,7 @@ def normalise(knobs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "bp_sizes": bp_sizes,
         "threads": threads,
         "rates": rates,
+        "search": search,
         "repeats": positive_int("repeats", value(knobs, "repeats")),
         "cell_order": choose("cell_order", [str(value(knobs, "cell_order"))], ORDERS)[0],
         "cell_order_seed": non_negative_int("cell_order_seed", value(knobs, "cell_order_seed")),
@@ -447,19 +452,63 @@ CLOSED_LOOP = 0
 MAX_RATE = 9_999_999
 
 
-def _rates(knobs: dict[str, Any], workloads: list[str]) -> list[int]:
-    """rates: the fixed arrival rates (transactions a second, sysbench --rate) each OLTP
-    configuration also runs at, beside its closed-loop cell; none by default."""
+# The capacity search (rates=auto, innomatrix.search): its most steps a configuration, whatever search_steps says.
+MOST_SEARCH_STEPS = 20
+
+
+def _searched(knobs: dict[str, Any]) -> bool:
+    """rates=auto: the rates are found by the capacity search, not listed."""
     texts = as_list("rates", value(knobs, "rates"))
     if any(text.strip().lower() == AUTO for text in texts):
-        raise PlanError("rates=auto (the search for the capacity at a latency SLA) is not built yet; "
-                        "give the rates to run, e.g. rates=200,400")
+        if len(texts) > 1:
+            raise PlanError(f"rates: auto searches for the rates itself; give it alone, not with {', '.join(texts)}")
+        return True
+    return False
+
+
+def _rates(knobs: dict[str, Any], workloads: list[str]) -> list[int]:
+    """rates: the fixed arrival rates (transactions a second, sysbench --rate) each OLTP
+    configuration also runs at, beside its closed-loop cell; none by default (or with rates=auto)."""
+    if _searched(knobs):
+        return []
+    texts = as_list("rates", value(knobs, "rates"))
     rates = distinct("rates", texts, [positive_int("rates", text) for text in texts])
     if any(rate > MAX_RATE for rate in rates):
         raise PlanError(f"rates: {max(rates)} transactions a second is beyond any server; give at most {MAX_RATE}")
     if rates and "oltp" not in workloads:
         raise PlanError("rates: fixed-rate trials run sysbench OLTP; add oltp to workloads or leave rates empty")
     return rates
+def _search(knobs: dict[str, Any], workloads: list[str]) -> dict[str, Any] | None:
+    """rates=auto: the SLA each OLTP configuration's capacity search aims at (sla_percentile,
+    sla_ms) and its most steps (search_steps), each step a fixed-rate trial of every repeat; None
+    when the rates are listed."""
+    if not _searched(knobs):
+        return None
+    if "oltp" not in workloads:
+        raise PlanError("rates=auto searches sysbench OLTP's capacity; add oltp to workloads or leave rates empty")
+    percentile = _number("sla_percentile", value(knobs, "sla_percentile"))
+    if not 0 < percentile < 100:
+        raise PlanError(f"sla_percentile={percentile:g}: give a percentile above 0 and below 100 (e.g. 99); "
+                        "no trial can surely meet a maximum")
+    limit = _number("sla_ms", value(knobs, "sla_ms"))
+    if not 0 < limit <= 1e9:
+        raise PlanError(f"sla_ms={limit:g}: give the SLA's limit as a positive number of milliseconds (e.g. 10)")
+    steps = positive_int("search_steps", value(knobs, "search_steps"))
+    if steps > MOST_SEARCH_STEPS:
+        raise PlanError(f"search_steps={steps}: a search halves its bracket each step; give at most {MOST_SEARCH_STEPS}")
+    return {"sla_percentile": percentile, "sla_ms": limit, "steps": steps}
+
+
+def _number(name: str, given: Any) -> float:
+    try:
+        number = float(str(given).strip())
+    except ValueError:
+        raise KnobError(f"{name} must be a number, not {given!r}") from None
+    if not math.isfinite(number):
+        raise KnobError(f"{name} must be a finite number, not {given!r}")
+    return number
+
+
 # Adaptive warmup and duration watch the OLTP and tpcc drivers' intervals; fileio's timed sub-tests keep fixed times.
 AUTO_WORKLOADS = ("oltp", "tpcc")
 
@@ -605,6 +654,8 @@ def _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, rate, re
         inputs["auto"] = spec["auto"]
     if rate != CLOSED_LOOP:  # and so does a closed-loop one
         inputs["rate"] = rate
+    # A searched configuration's closed-loop cell keeps its inputs: each step's cell is made from them (at_rate).
+    searched = {"search_inputs": inputs} if spec["search"] and rate == CLOSED_LOOP and dataset["workload"] == "oltp" else {}
     return _placed({
         "key": digest(inputs),
         "host": ctx.host,
@@ -623,7 +674,19 @@ def _cell(spec, ctx, storage_fields, fs, dataset, variant, bp, threads, rate, re
         "auto": spec["auto"],
         "report_interval": spec["report_interval"],
         dataset["workload"]: spec[dataset["workload"]],  # the driver's settings: oltp or tpcc
+        **searched,
     })
+
+
+def at_rate(cell: dict[str, Any], rate: int, repeat: int) -> dict[str, Any]:
+    """A searched configuration's cell at a fixed rate: its closed-loop cell (`search_inputs`) with
+    the rate and the repeat, so a step's key is the one the same rate listed in `rates` would have."""
+    if not 0 < rate <= MAX_RATE:
+        raise PlanError(f"the capacity search asked for {rate} transactions a second; at most {MAX_RATE}")
+    inputs = {**cell["search_inputs"], "rate": rate, "repeat": repeat}
+    fields = {name: field for name, field in cell.items()
+              if name not in ("id", "path", "key", "search_inputs", *SESSION_FIELDS)}
+    return _placed({**fields, "key": digest(inputs), "rate": rate, "repeat": repeat})
 
 
 def _fileio_cell(spec, ctx, storage_fields, fs, dataset, test, block_bytes, threads, repeat) -> dict[str, Any]:
@@ -716,7 +779,7 @@ def expand(knobs: dict[str, Any], ctx: Context, finished: dict[str, dict[str, An
     return {
         "spec": spec,
         "cells": cells,
-        "passes": _passes(spec, todo),
+        "passes": _passes(spec, todo, []),
         "counts": {"cells": len(cells), "todo": len(todo), "done": len(cells) - len(todo)},
         "device_bytes_needed": space_needed(spec),
     }
@@ -775,17 +838,40 @@ def _state(cell: dict[str, Any], previous: dict[str, Any] | None, force: bool, c
     return "done"
 
 
-def _passes(spec: dict[str, Any], todo: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One pass per storage and filesystem that has work: the layout built (unless plain), mkfs
-    once, each dataset loaded once; the layout is removed when its pass ends."""
+def searches(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The configurations a capacity search runs for (rates=auto): each by its closed-loop cells,
+    one a repeat, and named by their place in the tree less the repeat."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for cell in cells:
+        if "search_inputs" in cell:
+            found.setdefault(cell["path"].rsplit("/", 1)[0], []).append(cell)
+    return [{"configuration": name, "cells": sorted(group, key=lambda cell: cell["repeat"])}
+            for name, group in found.items()]
+
+
+def with_searches(plan: dict[str, Any], open_configurations: set[str]) -> dict[str, Any]:
+    """The plan with a pass wherever a configuration's capacity search has steps left to run,
+    though its closed-loop cells be done (a rerun, a search given more steps)."""
+    todo = [cell for cell in plan["cells"] if cell["state"] == "todo"]
+    searching = [found for found in searches(plan["cells"]) if found["configuration"] in open_configurations]
+    return {**plan, "passes": _passes(plan["spec"], todo, searching), "searching": len(searching)}
+
+
+def _passes(spec: dict[str, Any], todo: list[dict[str, Any]], searching: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One pass per storage and filesystem that has work (cells to run, or a capacity search with
+    steps left): the layout built (unless plain), mkfs once, each dataset loaded once; the layout is
+    removed when its pass ends."""
     passes = []
     for storage in spec["storages"]:
         for fs in spec["filesystems"]:
-            cells = [c for c in todo if (c["layout"], c["members"], c["filesystem"])
-                     == (storage["layout"], storage["members"], fs)]
-            if not cells:
+            where = (storage["layout"], storage["members"], fs)
+            cells = [c for c in todo if (c["layout"], c["members"], c["filesystem"]) == where]
+            searched = [found for found in searching
+                        if (found["cells"][0]["layout"], found["cells"][0]["members"], found["cells"][0]["filesystem"]) == where]
+            if not cells and not searched:
                 continue
-            datasets = list({c["dataset"]["key"]: c["dataset"] for c in cells}.values())
+            datasets = list({c["dataset"]["key"]: c["dataset"]
+                             for c in [*cells, *(found["cells"][0] for found in searched)]}.values())
             passes.append(
                 {
                     # What the play calls the pass: the filesystem, on a layout after its name.
@@ -796,6 +882,7 @@ def _passes(spec: dict[str, Any], todo: list[dict[str, Any]]) -> list[dict[str, 
                     "mount_options": spec["mount_options"][fs],
                     "datasets": datasets,
                     "cells": cells,
+                    "searches": searched,
                 }
             )
     return passes
@@ -829,4 +916,9 @@ def describe(plan: dict[str, Any]) -> list[str]:
                          "removed when its passes end")
     counts = plan["counts"]
     lines.append(f"{counts['cells']} cells: {counts['todo']} to run, {counts['done']} already finished")
+    if search := plan["spec"]["search"]:
+        configurations = len(searches(plan["cells"]))
+        lines.append(f"capacity search (rates=auto) at p{search['sla_percentile']:g} ≤ {search['sla_ms']:g} ms: "
+                     f"{plan.get('searching', configurations)} of {configurations} configuration(s) with steps to "
+                     f"run, at most {search['steps']} a configuration (a fixed-rate trial a repeat each)")
     return lines

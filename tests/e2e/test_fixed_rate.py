@@ -82,3 +82,39 @@ def test_a_rate_beyond_the_server_is_saturated_and_one_within_it_is_not(env):
     print(f"\nfixed rate: closed-loop {closed['summary']['throughput_median']:.1f} tps; {LOW}/s achieved "
           f"{low['rate']['achieved_tps']:.1f}, p99 {p99[LOW]:.2f} ms; {HIGH}/s achieved "
           f"{high['rate']['achieved_tps']:.1f}, p99 {p99[HIGH]:.1f} ms, saturated: {'; '.join(high['rate']['reasons'])}")
+
+
+def test_the_capacity_search_runs_a_rate_a_step_and_resumes_from_its_finished_steps(env):
+    """rates=auto on the same configuration: one step, then a second asked for (a search stopped
+    half way): the first and the closed-loop cell are read from the tree, not run again, and the
+    second is the rate the search's rules give from the first's histogram."""
+    knobs = ["-e", "run_name=rate", "-e", "filesystems=xfs", "-e", "bp_sizes=64M", "-e", "rates=auto",
+             "-e", f"warmup={WARMUP}", "-e", f"duration={DURATION}"]
+    ok(done := env.play(*knobs, "-e", "search_steps=1"))
+    run = env.results / "rate"
+    before = trials_of(run)
+    closed = before[f"{BASE}/t2/r1"]["summary"]["throughput_median"]
+    first = max(1, round(closed * 0.5))
+    searched = sorted(path for path in before if "-rate" in path and f"-rate{LOW}/" not in path and f"-rate{HIGH}/" not in path)
+    assert searched == [f"{BASE}/t2-rate{first}/r1"] and before[searched[0]]["status"] == "ok"
+    said = " ".join(done.stdout.split())  # the play's lines, however its output wraps them
+    assert f"capacity search localhost/xfs/oltp/A/bp-64M/t2: closed-loop {closed:.1f} tps; {first}/s " in said, said[-3000:]
+    assert "stopped: 1 step(s) run, as many as search_steps allows" in said
+
+    # Asked for a second step: only it runs, at half or twice the first rate as the first met the SLA.
+    ok(done := env.play(*knobs, "-e", "search_steps=2"))
+    after = trials_of(run)
+    assert {path: after[path]["times"]["started"] for path in before} == {
+        path: trial["times"]["started"] for path, trial in before.items()}
+    step = before[searched[0]]
+    met = not step["rate"]["saturated"] and sysbench.histogram_percentile(step["latency_histogram"], 99) <= 10
+    second = min(2 * first, round(closed)) if met else first // 2
+    assert sorted(set(after) - set(before)) == [f"{BASE}/t2-rate{second}/r1"]
+    assert after[f"{BASE}/t2-rate{second}/r1"]["status"] == "ok"
+    said = " ".join(done.stdout.split())
+    assert f"{first}/s {'met' if met else 'missed'} (p99 " in said and "stopped: 2 step(s) run" in said, said[-3000:]
+    # The report's fixed-rate table holds every rate run, searched or listed.
+    with open(run / "tables" / "fixed_rate.csv", newline="") as table:
+        rates = {int(row["rate"]) for row in csv.DictReader(table)}
+    assert rates >= {first, second}
+    print("\n" + said[said.index("capacity search localhost"):][:400])

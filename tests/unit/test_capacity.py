@@ -156,12 +156,12 @@ def test_rates_closer_than_the_trials_spread_add_no_chance_of_a_false_difference
 
 
 def _configuration(variant: str, latency_by_rate: dict[int, float], saturated: set[int] = frozenset(),
-                   storage: str = "plain", server: str = "mariadb 10.11") -> pd.DataFrame:
+                   storage: str = "plain", server: str = "mariadb 10.11", host: str = "db1") -> pd.DataFrame:
     cells, histograms = [], {}
     for rate, latency in latency_by_rate.items():
         for repeat in (1, 2, 3):
-            trial = f"db1/{storage}/xfs/oltp/{variant}/bp-64M/t4-rate{rate}/r{repeat}"
-            cells.append({"host": "db1", "layout": storage, "members": 1 if storage == "plain" else 2,
+            trial = f"{host}/{storage}/xfs/oltp/{variant}/bp-64M/t4-rate{rate}/r{repeat}"
+            cells.append({"host": host, "layout": storage, "members": 1 if storage == "plain" else 2,
                           "filesystem": "xfs", "workload": "oltp", "server": server,
                           "variant": variant, "bp_size": "64M", "threads": 4, "rate": rate, "repeat": repeat,
                           "status": "ok", "trial": trial, "throughput_median": rate * 0.99,
@@ -226,3 +226,24 @@ def test_between_runs_a_plain_configuration_is_matched_with_the_plain_one_only()
     for a, b in ((run_a, run_b), (run_b, run_a)):
         [row] = tables.capacity_between(a, b, "one", "other", floors, floors).data.to_dict("records")
         assert (row["layout"], row["members"], row["verdict"]) == ("plain", 1, stats.SAME), row
+
+
+def test_compare_by_host_divides_two_hosts_capacities_within_both_hosts_drift() -> None:
+    # Device A ÷ device B in a fleet of a device a host: the same configuration on two hosts.
+    fast = _configuration("A", {50: 2.0, 100: 4.0, 200: 6.0}, host="nvme")
+    slow = _configuration("A", {50: 8.0, 100: 30.0, 200: 90.0}, saturated={200}, host="sata")
+    floors = {(host, "oltp", "mariadb 10.11", "plain"): _floor(0.05) for host in ("nvme", "sata")}
+    table = tables.capacity_hosts(_capacities(slow, fast), floors)
+    [row] = table.data.to_dict("records")
+    assert (row["by"], row["a"], row["b"], row["capacity_a_tps"], row["capacity_b_tps"]) == ("host", "nvme", "sata", 200, 50)
+    assert (row["verdict"], row["interval_from"]) == (stats.DIFFERS, stats.FROM_DRIFT)
+    assert row["ci_low"] == pytest.approx(200 / 100 / math.exp(capacity.run_drift(_floor(0.05), _floor(0.05))))
+    assert "host" not in table.data and table.title == "Capacity at p99 ≤ 10 ms, host A ÷ host B"
+    [row] = tables.capacity_hosts(_capacities(slow, fast), {}).data.to_dict("records")
+    assert row["verdict"] == stats.DRIFT_UNKNOWN  # a host's drift unknown: no verdict
+    same = _configuration("A", {50: 2.0, 100: 4.0, 200: 6.0}, host="nvme2")
+    [row] = tables.capacity_hosts(_capacities(fast, same), {**floors, ("nvme2", "oltp", "mariadb 10.11", "plain"):
+                                                           _floor(0.05)}).data.to_dict("records")
+    assert row["verdict"] == stats.SAME
+    assert tables.capacity_hosts(_capacities(fast), floors) is None
+    assert tables.capacity_hosts(None, floors) is None

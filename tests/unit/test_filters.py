@@ -86,6 +86,7 @@ def test_the_filters_ansible_sees() -> None:
         "innomatrix_unfinished": filters.innomatrix_unfinished,
         "innomatrix_commit": filters.innomatrix_commit,
         "innomatrix_progress": filters.innomatrix_progress,
+        "innomatrix_search_step": filters.innomatrix_search_step,
     }
 
 
@@ -390,3 +391,27 @@ def test_the_knobs_are_picked_from_a_hosts_variables_by_the_plans_list() -> None
     del host_vars["warmup"], host_vars["oltp_tables"]
     with pytest.raises(AnsibleFilterError, match=r"^knob\(s\) warmup, oltp_tables not set: inventory/group_vars/all.yml"):
         filters.innomatrix_knobs(host_vars)
+
+
+def test_a_capacity_search_reopens_a_pass_and_steps_from_the_closed_loop_trial_in_the_tree(tmp_path: Path) -> None:
+    from synth import Trial, steady, write_trial
+
+    knobs = {**KNOBS, "filesystems": "xfs", "variants": "A", "bp_sizes": "64M", "threads": [2], "rates": "auto"}
+    facts = {**FACTS, "host": "localhost"}
+    run = tmp_path / "main"
+    [cell] = filters.innomatrix_plan(knobs, facts, CNF_DIR, str(run))["cells"]
+    directory = write_trial(run, Trial(tps=steady(20, 400.0), threads=2))
+    assert directory == run / cell["path"]
+    record = json.loads((directory / "trial.json").read_text())
+    (directory / "trial.json").write_text(json.dumps({**record, "key": cell["key"], "summary": {"throughput_median": 400.0}}))
+    # Its closed-loop cell done, the search still has every step to run: a pass for it alone.
+    the_plan = filters.innomatrix_plan(knobs, facts, CNF_DIR, str(run))
+    [the_pass] = the_plan["passes"]
+    assert the_pass["cells"] == [] and [found["configuration"] for found in the_pass["searches"]] == [
+        "localhost/xfs/oltp/A/bp-64M/t2"]
+    step = filters.innomatrix_search_step(the_pass["searches"], the_plan, str(run), [])
+    assert [(c["id"], c["index"], c["total"]) for c in step["cells"]] == [("xfs/oltp/A/bp-64M/t2-rate200/r1", 1, 1)]
+    assert step["lines"] == ["localhost/xfs/oltp/A/bp-64M/t2: closed-loop 400.0 tps; next 200/s"]
+    assert filters.innomatrix_outcomes(the_plan, str(run))["lines"][-1] == (
+        "capacity search localhost/xfs/oltp/A/bp-64M/t2: closed-loop 400.0 tps; stopped: "
+        "200/s failed (localhost/xfs/oltp/A/bp-64M/t2-rate200/r1: not recorded)")

@@ -120,6 +120,7 @@ def test_normalise_gives_the_canonical_form() -> None:
         "bp_sizes": [G, 64 * M, 1536 * M],
         "threads": [16, 4],
         "rates": [],
+        "search": None,
         "repeats": 2,
         "cell_order": "interleaved",
         "cell_order_seed": 0,
@@ -809,8 +810,16 @@ def test_rates_apply_to_oltp_cells_only() -> None:
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"rates": "auto"}, "rates=auto (the search for the capacity at a latency SLA) is not built yet; "
-                        "give the rates to run, e.g. rates=200,400"),
+    ({"rates": "auto,200"}, "rates: auto searches for the rates itself; give it alone, not with auto, 200"),
+    ({"rates": "auto", "warmup": "auto"}, "rates: fixed-rate trials need a fixed warmup and duration"),
+    ({"rates": "auto", "workloads": ["fileio"]}, "rates=auto searches sysbench OLTP's capacity; add oltp"),
+    ({"rates": "auto", "sla_percentile": 100}, "sla_percentile=100: give a percentile above 0 and below 100"),
+    ({"rates": "auto", "sla_percentile": "ninety"}, "sla_percentile must be a number, not 'ninety'"),
+    ({"rates": "auto", "sla_ms": "nan"}, "sla_ms must be a finite number, not 'nan'"),
+    ({"rates": "auto", "sla_ms": 0}, "sla_ms=0: give the SLA's limit as a positive number of milliseconds"),
+    ({"rates": "auto", "sla_ms": "1" + "0" * 400}, "sla_ms must be a finite number"),
+    ({"rates": "auto", "search_steps": 0}, "search_steps"),
+    ({"rates": "auto", "search_steps": 21}, "search_steps=21: a search halves its bracket each step; give at most 20"),
     ({"rates": [200], "warmup": "auto"}, "rates: fixed-rate trials need a fixed warmup and duration"),
     ({"rates": [200], "workloads": ["fileio"]}, "rates: fixed-rate trials run sysbench OLTP; add oltp to workloads"),
     ({"rates": [10_000_000]}, "rates: 10000000 transactions a second is beyond any server; give at most 9999999"),
@@ -820,3 +829,28 @@ def test_rates_apply_to_oltp_cells_only() -> None:
 def test_bad_rates_are_refused_in_one_line(changes: dict[str, Any], message: str) -> None:
     with pytest.raises((PlanError, KnobError), match=f"^{re.escape(message)}"):
         plan.expand(knobs(**changes), CTX, {})
+
+
+def test_a_searched_configuration_runs_its_closed_loop_cells_and_steps_at_the_keys_a_listed_rate_has() -> None:
+    searched = plan.expand(knobs(filesystems="xfs", variants="A", rates="auto", repeats=2), CTX, {})
+    listed = plan.expand(knobs(filesystems="xfs", variants="A", rates=[150], repeats=2), CTX, {})
+    assert searched["spec"]["search"] == {"sla_percentile": 99.0, "sla_ms": 10.0, "steps": 6}
+    assert [c["id"] for c in searched["cells"]] == ["xfs/oltp/A/bp-64M/t4/r1", "xfs/oltp/A/bp-64M/t4/r2"]
+    # The closed-loop cells keep their keys; a step at 150/s is the cell rates=150 plans, key and all.
+    assert [c["key"] for c in searched["cells"]] == [listed["cells"][0]["key"], listed["cells"][2]["key"]]
+    configurations = plan.searches(searched["cells"])
+    assert [(found["configuration"], [c["repeat"] for c in found["cells"]]) for found in configurations] == [
+        ("db1/xfs/oltp/A/bp-64M/t4", [1, 2])]
+    step = [plan.at_rate(cell, 150, cell["repeat"]) for cell in configurations[0]["cells"]]
+    expected = [c for c in listed["cells"] if c["rate"] == 150]
+    assert [(c["path"], c["key"]) for c in step] == [(c["path"], c["key"]) for c in expected]
+    assert "search_inputs" not in step[0] and step[0]["dataset"] == expected[0]["dataset"]
+    # A step is a pass's work though every closed-loop cell is done; without open searches none is.
+    done = {c["path"]: {"key": c["key"], "status": "ok"} for c in searched["cells"]}
+    rerun = plan.expand(knobs(filesystems="xfs", variants="A", rates="auto", repeats=2), CTX, done)
+    assert rerun["passes"] == []
+    reopened = plan.with_searches(rerun, {"db1/xfs/oltp/A/bp-64M/t4"})
+    assert [(p["name"], p["cells"], len(p["searches"])) for p in reopened["passes"]] == [("xfs", [], 1)]
+    assert reopened["passes"][0]["datasets"] == [searched["cells"][0]["dataset"]]
+    assert plan.describe(reopened)[-1] == ("capacity search (rates=auto) at p99 ≤ 10 ms: 1 of 1 configuration(s) "
+                                           "with steps to run, at most 6 a configuration (a fixed-rate trial a repeat each)")

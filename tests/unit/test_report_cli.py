@@ -262,10 +262,14 @@ def test_an_sla_that_cannot_be_met_or_missed_is_refused_in_one_line(tmp_path, ca
     assert not (tiny / f"compare-{tiny.name}").exists()
 
 
-def test_compare_by_host_refuses_an_sla_it_would_not_use(tmp_path, capsys):
+def test_compare_by_host_judges_capacities_by_the_sla_given_and_refuses_a_bad_one(tmp_path, capsys):
     tiny = real_tiny(tmp_path)
+    assert cli.main(["compare", str(tiny), "--by", "host", "--sla-ms", "0"]) == 2
+    _, stderr = capsys.readouterr()
+    assert stderr.startswith("innomatrix: --sla-percentile 99 --sla-ms 0: ") and stderr.count("\n") == 1
+    # An SLA it can use is taken (host A ÷ host B capacities); this run has one host to compare.
     assert cli.main(["compare", str(tiny), "--by", "host", "--sla-ms", "50"]) == 2
     _, stderr = capsys.readouterr()
-    assert stderr.startswith("innomatrix: compare --by host compares closed-loop throughput only") and \
-        stderr.count("\n") == 1
+    assert stderr.splitlines()[-1].endswith("only localhost ran trials here; --by host compares two or more hosts "
+                                            "of one run")
     assert not (tiny / "compare-hosts").exists()

@@ -236,7 +236,7 @@ def knob_spec() -> dict[str, Any]:
 def test_the_knobs() -> None:
     assert list(knobs()) == [
         "device", "wipe_device", "devices", "layouts", "members", "filesystems", "mkfs_options", "mount_options", "variants", "bp_sizes", "workloads", "threads", "rates",
-        "repeats", "cell_order", "cell_order_seed", "warmup", "warmup_max", "duration",
+        "sla_percentile", "sla_ms", "search_steps", "repeats", "cell_order", "cell_order_seed", "warmup", "warmup_max", "duration",
         "duration_min", "duration_max", "precision", "reconnect_grace", "report_interval", "oltp_tables", "oltp_table_size", "oltp_rand_type",
         "oltp_percentile", "tpcc_warehouses", "tpcc_load_jobs", "tpcc_mysql_src", "tpcc_mysql_ref", "fileio_tests", "fileio_total_size", "fileio_block_size", "fileio_threads_max",
         "fileio_block_sizes", "fileio_table_threads", "fileio_step_duration", "mysql_flavor", "mysql_server_source", "mycnf_overrides", "run_name", "results_dir", "force", "io_scheduler",

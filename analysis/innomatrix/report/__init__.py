@@ -173,7 +173,9 @@ def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: S
     run = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run / "compare-hosts"
     frame = load(run, say)
-    cells = stats.cells(frame, thresholds)
+    every_cell = stats.cells(frame, thresholds)
+    # Hosts are compared on closed-loop throughput, as in the report: a fixed-rate cell's is its offered rate.
+    cells = tables.closed_loop(every_cell)
     hosts = _hosts(cells)
     if len(hosts) < 2:
         raise ReportError(f"{run}: only {', '.join(hosts) or 'no host'} ran trials here; "
@@ -186,19 +188,23 @@ def compare_hosts(run_dir: str | Path, out_dir: str | Path | None = None, say: S
         figure = dataclasses.replace(figure, name="host_compare_ratios", title=f"Host vs host ratios: {run.name}")
     # Hosts that ran different servers ran different defaults: what differed stands beside the ratios.
     drift = tables.settings_drift(frame.trials, cells, thresholds, by_host.floors)
+    # Fixed-rate cells: their capacities at the SLA, host A ÷ host B.
+    fixed = tables.fixed_rate(every_cell, frame.histograms, thresholds)
+    capacities = tables.capacity_hosts(tables.capacity_at_sla(fixed, thresholds), by_host.floors, thresholds)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out_dir=out, html=out / "host_compare.html", cells=comparison)
-    for table in (*by_host.both, *([drift] if drift else [])):
+    for table in (*by_host.both, *([drift] if drift else []), *([capacities] if capacities else [])):
         written.files += table.write(out)
     if figure is not None:
         written.files += _write_plots([figure], out / "plots", prune=False)
     written.html.write_text(html.host_compare_document(run.name, by_host.compare, figure, by_host.hosts,
-                                                       thresholds.describe(), drift))
+                                                       thresholds.describe(), drift, capacities))
     written.files.append(written.html)
     written.lines = [_verdict_line(comparison, hosts), tables.noise_note(floor, by_host.floors.values()), "",
                      *by_host.lines(), ""]
-    if drift is not None:
-        written.lines += [drift.title, tables.markdown(drift.display), *drift.notes, ""]
+    for extra in (drift, capacities):
+        if extra is not None:
+            written.lines += [extra.title, tables.markdown(extra.display), *extra.notes, ""]
     written.lines.append(f"compare: {written.html}")
     return written
 

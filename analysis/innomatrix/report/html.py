@@ -160,13 +160,17 @@ def compare_document(name_a: str, name_b: str, table: Table, plot: Plot | None,
 
 
 def host_compare_document(run_name: str, table: Table, plot: Plot | None, hosts: Table,
-                          thresholds: dict[str, object], drift: Table | None = None) -> str:
-    """`compare RUN --by host`: the ratios, then what each host is (a ratio says little without
-    it) and, where the hosts ran different servers, the settings that differed between them."""
+                          thresholds: dict[str, object], drift: Table | None = None,
+                          capacities: Table | None = None) -> str:
+    """`compare RUN --by host`: the ratios (and of capacities at the SLA, where the hosts ran fixed
+    rates), then what each host is (a ratio says little without it) and, where the hosts ran
+    different servers, the settings that differed between them."""
     inner = compare_html(table)
     if plot is not None:
         inner += image_html(plot)
-    sections = [("compare", "Ratios", inner), ("host-list", "Hosts", hosts_html(hosts)),
+    sections = [("compare", "Ratios", inner),
+                *([("capacity", "Capacity at the SLA", table_html(capacities))] if capacities is not None else []),
+                ("host-list", "Hosts", hosts_html(hosts)),
                 *([("settings-drift", "Settings drift", table_html(drift))] if drift is not None else []),
                 ("definitions", "Definitions and thresholds", definitions_html(thresholds))]
     return document(f"innomatrix compare: {run_name}, host vs host", "A = host_a, B = host_b of each row", sections)

@@ -19,7 +19,6 @@ import pandas as pd
 
 from innomatrix import capacity, layout, stats
 from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFloor
-from innomatrix_host import sysbench as sysbench_log
 
 FLAG_MARK = "*"
 # How a verdict says it leans on a host's noise floor (stats.between_runs); from the trials alone it says nothing.
@@ -218,11 +217,9 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
                    flagged=bool(group["flagged"].any()))
         for pct in RATE_PERCENTILES:
             row[f"p{pct:g}_ms"], row[f"p{pct:g}_low_ms"], row[f"p{pct:g}_high_ms"] = stats.merged_percentile(kept, pct)
-        # The SLA's percentile needs no interval here: read it off the merge, without a bootstrap.
-        merged = sysbench_log.merge_histograms(kept)
-        at_sla = sysbench_log.histogram_percentile(merged, th.sla_percentile) if merged else None
-        # Met: the SLA percentile of every event within the limit, and no trial that fell behind.
-        row["meets_sla"] = at_sla is not None and at_sla <= th.sla_ms and not saturated
+        # Met: the SLA percentile of every event within the limit (read off the merge, without a
+        # bootstrap), and no trial that fell behind.
+        row["meets_sla"], _ = capacity.point_met(kept, bool(saturated), th.sla_percentile, th.sla_ms)
         # Surely met or missed: every trial surely on the same side (what a verdict between capacities needs).
         row["sla_outcome"] = capacity.outcome([capacity.trial_side(histograms.get(trial), bool(behind),
                                                                    th.sla_percentile, th.sla_ms)
@@ -301,12 +298,12 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
     display["sure (every trial)"] = [bracket_of(row).describe() for _, row in table.iterrows()]
     display["saturates at"] = ["–" if pd.isna(value) else str(value) for value in table["saturates_at_tps"]]
     return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
-                 ["From the rates run (the `rates` knob): the capacity lies between it and the first rate missed. "
+                 ["From the rates run (listed in `rates`, or found by the capacity search, rates=auto): the "
+                  "capacity lies between it and the first rate missed. "
                   f"Sure: at or above the highest rate every trial surely met, with every rate below it (rates of "
                   f"too few events passed over), and below the lowest rate every trial surely missed, with every "
                   f"rate above it (at least {capacity.MIN_TRIALS} trials a rate); verdicts between capacities stand "
-                  "on these alone. A search that narrows the bracket "
-                  "(rates: auto) is not built yet (issue #32)."])
+                  "on these alone."])
 
 
 def bracket_of(row: pd.Series | dict[str, Any]) -> capacity.Bracket:
@@ -371,6 +368,31 @@ def capacity_between(capacities_a: Table | None, capacities_b: Table | None, nam
 
 # What names a configuration between two runs: everything but the server (comparing servers is a use).
 CAPACITY_SETTINGS = ("host", "workload", *CAPACITY_VARIED)
+
+
+def capacity_hosts(capacities: Table | None, floors: stats.Floors,
+                   th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
+    """Capacity host A ÷ host B for each configuration two hosts of one run both ran at fixed
+    rates (device A ÷ device B, in a fleet of a device a host): each host moves as a whole by its
+    own drift, as two runs do, so the interval is widened by both hosts' floors and there is no
+    verdict without them. None when no two hosts ran one configuration."""
+    if capacities is None:
+        return None
+    settings = [column for column in CAPACITY_SETTINGS if column != "host"]
+    groups: dict[tuple[Any, ...], list[pd.Series]] = {}
+    for _, row in _settings(capacities.data).iterrows():
+        groups.setdefault(tuple(row[c] for c in settings), []).append(row)
+    rows = []
+    for key, group in groups.items():
+        ordered = sorted(group, key=lambda row: str(row["host"]))
+        for i, j in ((i, j) for i in range(len(ordered)) for j in range(i + 1, len(ordered))):
+            a, b = ordered[i], ordered[j]
+            drift = capacity.run_drift(_floor(floors, a), _floor(floors, b), th.confidence)
+            found = capacity.verdict(bracket_of(a), bracket_of(b), _capacity_of(a), _capacity_of(b), drift,
+                                     across_runs=True)
+            rows.append(_capacity_row(dict(zip(settings, key)), "host", a["host"], b["host"], a, b, found))
+    return _capacity_table("capacity_compare", f"Capacity at p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms, "
+                           "host A ÷ host B", rows)
 
 
 def _settings(data: pd.DataFrame) -> pd.DataFrame:
