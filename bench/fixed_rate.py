@@ -105,6 +105,8 @@ def search(repeats: int, sla_ms: float) -> None:
     closed = [trial(run, "t4", repeat) for repeat in range(1, repeats + 1)]
     steps: dict[int, list[dict]] = {}
     for path in sorted((RESULTS / run / CELL).glob("t4-rate*/r*/trial.json")):
+        if not path.parent.name[1:].isdigit():  # an earlier attempt kept aside (r1.ok-…)
+            continue
         found = json.loads(path.read_text())
         steps.setdefault(found["cell"]["rate"], []).append(found)
     th = stats.Thresholds(sla_ms=sla_ms)
@@ -117,7 +119,8 @@ def search(repeats: int, sla_ms: float) -> None:
         p99, _, _ = stats.merged_percentile(histograms, 99)
         behind = sum(bool(t["rate"]["saturated"]) for t in trials)
         met = p99 is not None and p99 <= sla_ms and not behind
-        print(f"step {number}: {rate}/s {'met' if met else 'missed'} (merged p99 {p99:.2f} ms, {behind} of "
+        shown = f"{p99:.2f} ms" if p99 is not None else "none kept"
+        print(f"step {number}: {rate}/s {'met' if met else 'missed'} (merged p99 {shown}, {behind} of "
               f"{len(trials)} saturated), {sum(t['wall_s'] for t in trials):.0f} s of trials")
     every = sum(len(trials) for trials in steps.values())
     print(f"search: {len(steps)} steps, {every} trials, {sum(t['wall_s'] for ts in steps.values() for t in ts):.0f} s "

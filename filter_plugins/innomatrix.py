@@ -79,7 +79,10 @@ def innomatrix_commit(checkout: str) -> str:
 
 def innomatrix_outcomes(the_plan: dict, run_dir: str) -> dict:
     """Every planned cell's line, then where each capacity search ended; and what failed."""
-    cells, searches = results.outcomes(the_plan, run_dir), search.outcomes(the_plan, run_dir)
+    try:
+        cells, searches = results.outcomes(the_plan, run_dir), search.outcomes(the_plan, run_dir)
+    except tree.TreeError as exc:  # a damaged run: one line
+        raise AnsibleFilterError(str(exc)) from None
     return {"lines": cells["lines"] + searches["lines"], "failed": cells["failed"] + searches["failed"]}
 
 

@@ -84,13 +84,18 @@ def _sla(args: argparse.Namespace) -> tuple[Any, str | None]:
 
     given = {name: value for name, value in (("sla_percentile", args.sla_percentile), ("sla_ms", args.sla_ms))
              if value is not None}
-    # Neither given: the SLA the runs' capacity searches aimed at (rates=auto), where they had one.
+    # What is not given: the SLA the runs' capacity searches aimed at (rates=auto), where they had one.
     runs = [run for run in (getattr(args, "run", None), getattr(args, "run_a", None), getattr(args, "run_b", None)) if run]
-    if not given and runs:
-        aimed = {search.recorded_sla(run) for run in runs}
+    if len(given) < 2 and runs:
+        recorded = [search.recorded_sla(run) for run in runs]
+        aimed = {sla for sla, _ in recorded}
+        for note in dict.fromkeys(note for _, note in recorded if note):
+            _say(f"SLA: {note}; the report's defaults stand where no --sla-* is given")
         if len(aimed) == 1 and (sla := aimed.pop()):
-            given = {"sla_percentile": sla[0], "sla_ms": sla[1]}
-            _say(f"SLA: p{sla[0]:g} ≤ {sla[1]:g} ms, the one the capacity search aimed at (plan.json)")
+            taken = [word for name, word in (("sla_percentile", "percentile"), ("sla_ms", "limit")) if name not in given]
+            given = {"sla_percentile": sla[0], "sla_ms": sla[1], **given}
+            _say(f"SLA: p{given['sla_percentile']:g} ≤ {given['sla_ms']:g} ms ({' and '.join(taken)} as the capacity "
+                 "search aimed at, from plan.json)")
     thresholds = stats.Thresholds(**given)
     if not 0 < thresholds.sla_percentile <= 100 or not thresholds.sla_ms > 0:
         return thresholds, (f"--sla-percentile {thresholds.sla_percentile:g} --sla-ms {thresholds.sla_ms:g}: give a "

@@ -85,6 +85,19 @@ class Trial:
     throughput: float | None = None
     saturated: bool = False
     histogram: list[tuple[float, int]] | None = None
+    # ok in the tree, but its files cannot be read: the plan counts it done, the search cannot use it.
+    unreadable: bool = False
+
+
+def _usable_step(trial: Trial | None) -> bool:
+    """A step's trial the search can judge: ok, with its histogram (or saturated: missed whatever it kept)."""
+    return trial is not None and trial.ok and (trial.histogram is not None or trial.saturated)
+
+
+def _why_unusable(cell: dict[str, Any], trial: Trial | None) -> str:
+    if trial is None:
+        return f"{cell['path']}: not recorded"
+    return trial.reason if not trial.ok else f"{cell['path']}: kept no latency histogram"
 
 
 Reader = Callable[[dict[str, Any]], "Trial | None"]
@@ -114,7 +127,7 @@ def _read(run: Path, cell: dict[str, Any], finished: Mapping[str, dict[str, Any]
     try:
         loaded = frame.load_trial(run / cell["path"], run)
     except (frame.FrameError, ParseError, tree.TreeError, OSError) as exc:
-        return Trial(False, f"{cell['path']}: {exc}")
+        return Trial(False, str(exc), unreadable=True)
     meta = loaded.meta
     return Trial(True, throughput=meta["recorded_median"], saturated=bool(meta["saturated"]), histogram=loaded.histogram)
 
@@ -126,13 +139,17 @@ def step(searched: dict[str, Any], search: dict[str, Any], read: Reader, tried: 
     failed: why a step failed, if it did}.
 
     `tried`: the cells this pass already ran (its planned cells and the steps so far); a step whose
-    trial failed in this pass stops the search (run again, it would fail again), one that failed
-    before is run again, as any cell is. With `force`, a step finished before this pass is
-    measured again."""
+    trial failed (or kept no histogram) in this pass stops the search (run again, it would fail
+    again), one that failed before is run again, as any cell is. A closed-loop trial that is ok but
+    cannot be read stops it at once (the plan counts it done: nothing would run it again). With
+    `force`, a step finished before this pass is measured again."""
     from innomatrix import capacity
 
     name = searched["configuration"]
     closed = [read(cell) for cell in searched["cells"]]
+    if damaged := [trial.reason for trial in closed if trial is not None and trial.unreadable]:
+        return {"cells": [], "open": False, "failed": f"{name}: {damaged[0]}",
+                "line": f"{name}: no capacity search: a closed-loop trial cannot be read ({damaged[0]})"}
     if any(trial is None or not trial.ok for trial in closed):
         # Still to run (open), or run in this pass and failed: nothing to start from.
         waiting = any(cell["path"] not in tried for cell in searched["cells"])
@@ -150,18 +167,14 @@ def step(searched: dict[str, Any], search: dict[str, Any], read: Reader, tried: 
             return {"cells": [], "open": False, "line": _line(name, closed_tps, steps, f"stopped: {decided.reason}")}
         cells = [plan.at_rate(cell, decided.rate, cell["repeat"]) for cell in searched["cells"]]
         trials = [None if force and cell["path"] not in tried else read(cell) for cell in cells]
-        failed = [trial.reason if trial is not None else f"{cell['path']}: not recorded"
-                  for cell, trial in zip(cells, trials) if cell["path"] in tried and (trial is None or not trial.ok)]
+        failed = [_why_unusable(cell, trial) for cell, trial in zip(cells, trials)
+                  if cell["path"] in tried and not _usable_step(trial)]
         if failed:
             return {"cells": [], "open": False, "failed": f"{name}: {decided.rate}/s failed ({failed[0]})",
                     "line": _line(name, closed_tps, steps, f"stopped: {decided.rate}/s failed ({failed[0]})")}
-        todo = [cell for cell, trial in zip(cells, trials) if trial is None or not trial.ok]
+        todo = [cell for cell, trial in zip(cells, trials) if not _usable_step(trial)]
         if todo:
             return {"cells": todo, "open": True, "line": _line(name, closed_tps, steps, f"next {decided.rate}/s")}
-        if any(trial.histogram is None for trial in trials) and not any(trial.saturated for trial in trials):
-            why = f"{decided.rate}/s kept no latency histogram: nothing to judge the SLA by"
-            return {"cells": [], "open": False, "failed": f"{name}: {why}",
-                    "line": _line(name, closed_tps, steps, f"stopped: {why}")}
         saturated = any(trial.saturated for trial in trials)
         met, at_sla = capacity.point_met([trial.histogram or [] for trial in trials], saturated,
                                          search["sla_percentile"], search["sla_ms"])
@@ -216,22 +229,51 @@ def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, list[st
             "failed": [one["failed"] for one in found if one.get("failed")]}
 
 
-def recorded_sla(run_dir: str | Path) -> tuple[float, float] | None:
-    """The SLA (percentile, ms) the run's capacity searches aimed at, from each host's plan.json,
-    when every search in the run aimed at one; None without a search, or when they differ or a
-    plan.json cannot be read (the report's defaults then stand, and it says which it used)."""
+# The most a plan.json is read of for its SLA: a plan of ~10 000 cells (each ~6 KB with its my.cnf).
+PLAN_LIMIT = 64 << 20
+
+
+def recorded_sla(run_dir: str | Path) -> tuple[tuple[float, float] | None, str]:
+    """The SLA (percentile, ms) the run's capacity searches aimed at, from each host's plan.json
+    (the latest plan a host ran), when every search in the run aimed at one; and a note when
+    one cannot be told (a plan.json unreadable or absurd, searches that differ). (None, "") for a
+    run without a search. Read through innomatrix.tree: nothing outside the run."""
     run = Path(run_dir)
-    if not run.is_dir():
-        return None
     found: set[tuple[float, float]] = set()
-    for host in sorted(run.iterdir()):
+    try:
+        hosts = sorted(run.iterdir()) if run.is_dir() else []
+    except OSError as exc:
+        return None, f"{run} cannot be listed ({exc.strerror})"
+    for host in hosts:
         path = host / "plan.json"
         if host.is_symlink() or not host.is_dir() or not os.path.lexists(path):
             continue
         try:
-            aimed = (tree.read_json(path).get("spec") or {}).get("search")
-            if aimed:
-                found.add((float(aimed["sla_percentile"]), float(aimed["sla_ms"])))
-        except (tree.TreeError, AttributeError, KeyError, TypeError, ValueError):
-            return None
-    return found.pop() if len(found) == 1 else None
+            spec = tree.read_json(path, PLAN_LIMIT)
+        except tree.TreeError as exc:
+            return None, str(exc)
+        aimed = (spec.get("spec") or {}).get("search") if isinstance(spec, dict) and isinstance(spec.get("spec"), dict) else None
+        if aimed is None:
+            continue
+        sla = _sla_of(aimed)
+        if sla is None:
+            return None, f"{path}: its search's SLA is not a percentile in (0, 100) and a limit in (0, 1e9] ms"
+        found.add(sla)
+    if len(found) > 1:
+        return None, "the run's capacity searches aimed at different SLAs: " + ", ".join(
+            f"p{percentile:g} ≤ {limit:g} ms" for percentile, limit in sorted(found))
+    return (found.pop() if found else None), ""
+
+
+def _sla_of(aimed: Any) -> tuple[float, float] | None:
+    """A plan's search SLA, or None unless both are plain numbers in the range plan._search accepts."""
+    if not isinstance(aimed, dict):
+        return None
+    numbers = [aimed.get("sla_percentile"), aimed.get("sla_ms")]
+    if not all(isinstance(number, (int, float)) and not isinstance(number, bool) for number in numbers):
+        return None
+    try:
+        percentile, limit = (float(number) for number in numbers)
+    except OverflowError:
+        return None
+    return (percentile, limit) if 0 < percentile < 100 and 0 < limit <= 1e9 else None

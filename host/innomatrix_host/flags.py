@@ -110,9 +110,14 @@ def of_trial(directory: Path, trial: Mapping[str, Any], stalled: list[bool] | No
         causes = None
         if measured_t is not None and len(measured_t) == len(stalled) and any(stalled) \
                 and (trial.get("times") or {}).get("started"):
-            causes = stall_rules.explain(episodes(stalled), measured_t,
-                                         collected.stall_figures(directory, trial, measured_t),
-                                         durations["report_interval_s"])
+            # The causes are the stalls flag's evidence: what goes wrong finding them costs that
+            # evidence alone (said in its place), never the trial's other flags.
+            try:
+                causes = stall_rules.explain(episodes(stalled), measured_t,
+                                             collected.stall_figures(directory, trial, measured_t),
+                                             durations["report_interval_s"])
+            except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
+                causes = [f"causes not read on the host ({type(exc).__name__}: {exc}); the report reads them again"]
         found += [stall for stall in [stalls(stalled, durations["report_interval_s"], causes)] if stall]
     started = (trial.get("times") or {}).get("started")
     if last_t is not None and started:

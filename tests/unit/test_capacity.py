@@ -236,6 +236,7 @@ def test_compare_by_host_divides_two_hosts_capacities_within_both_hosts_drift() 
     table = tables.capacity_hosts(_capacities(slow, fast), floors)
     [row] = table.data.to_dict("records")
     assert (row["by"], row["a"], row["b"], row["capacity_a_tps"], row["capacity_b_tps"]) == ("host", "nvme", "sata", 200, 50)
+    assert (row["server_a"], row["server_b"]) == ("mariadb 10.11", "mariadb 10.11")
     assert (row["verdict"], row["interval_from"]) == (stats.DIFFERS, stats.FROM_DRIFT)
     assert row["ci_low"] == pytest.approx(200 / 100 / math.exp(capacity.run_drift(_floor(0.05), _floor(0.05))))
     assert "host" not in table.data and table.title == "Capacity at p99 ≤ 10 ms, host A ÷ host B"

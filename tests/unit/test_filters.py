@@ -415,3 +415,11 @@ def test_a_capacity_search_reopens_a_pass_and_steps_from_the_closed_loop_trial_i
     assert filters.innomatrix_outcomes(the_plan, str(run))["lines"][-1] == (
         "capacity search localhost/xfs/oltp/A/bp-64M/t2: closed-loop 400.0 tps; stopped: "
         "200/s failed (localhost/xfs/oltp/A/bp-64M/t2-rate200/r1: not recorded)")
+    # Its vmstat.log cut: the closed-loop trial is done to the plan and unusable to the search, which
+    # stops and says why (no pass planned for nothing, every rerun).
+    vmstat = directory / "vmstat.log"
+    vmstat.write_text(vmstat.read_text().rstrip("\n"))
+    the_plan = filters.innomatrix_plan(knobs, facts, CNF_DIR, str(run))
+    assert the_plan["passes"] == []
+    [failed] = filters.innomatrix_outcomes(the_plan, str(run))["failed"]
+    assert failed.startswith(f"localhost/xfs/oltp/A/bp-64M/t2: {vmstat}:") and "cut" in failed

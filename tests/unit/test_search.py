@@ -172,7 +172,9 @@ def test_a_step_without_a_histogram_stops_the_search_and_a_saturated_one_needs_n
 
     found = tree.play(searched(), no_histogram)
     assert rates_run(tree) == [50]
-    assert found["failed"].endswith("50/s kept no latency histogram: nothing to judge the SLA by")
+    assert found["failed"] == "db1/xfs/oltp/A/bp-64M/t4: 50/s failed (db1/xfs/oltp/A/bp-64M/t4-rate50/r1: kept no latency histogram)"
+    # From an earlier run it is measured again, not a failure every rerun.
+    assert [cell["rate"] for cell in search.step(searched(), SLA, tree.read)["cells"]] == [50]
     tree = Tree()
     found = tree.play(searched(), lambda cell: Trial(True, throughput=100.0, saturated=cell["rate"] > 0))
     assert rates_run(tree) == [50, 25, 12, 6, 3, 1]
@@ -204,18 +206,24 @@ def _plan_json(run: Path, host: str, search_spec: Any) -> None:
 
 def test_the_sla_a_run_searched_at_is_the_one_its_plans_agree_on(tmp_path) -> None:
     run = tmp_path / "run"
-    assert search.recorded_sla(run) is None
+    assert search.recorded_sla(run) == (None, "")
     _plan_json(run, "db1", {"sla_percentile": 95, "sla_ms": 50, "steps": 6})
     _plan_json(run, "db2", None)  # listed rates: no search, no say
-    assert search.recorded_sla(run) == (95.0, 50.0)
+    assert search.recorded_sla(run) == ((95.0, 50.0), "")
     _plan_json(run, "db3", {"sla_percentile": 99, "sla_ms": 50, "steps": 6})
-    assert search.recorded_sla(run) is None  # two SLAs: the report's defaults stand
+    assert search.recorded_sla(run) == (None, "the run's capacity searches aimed at different SLAs: p95 ≤ 50 ms, "
+                                              "p99 ≤ 50 ms")
     (run / "db3" / "plan.json").unlink()
     (run / "db3" / "plan.json").symlink_to("/etc/passwd")
-    assert search.recorded_sla(run) is None  # nothing outside the tree is read
-    (run / "db3" / "plan.json").unlink()
-    (run / "db3" / "plan.json").write_text('{"spec": {"search": {"sla_percentile": "1' + "0" * 400 + '"}}}')
-    assert search.recorded_sla(run) is None
+    sla, note = search.recorded_sla(run)  # nothing outside the tree is read
+    assert sla is None and note.startswith(f"{run / 'db3' / 'plan.json'}: a symlink")
+    for absurd in ['"1' + '0' * 400 + '"', "1" + "0" * 400, '"inf"', "true", "-3", "100", "null", '"nan"']:
+        (run / "db3" / "plan.json").unlink()
+        (run / "db3" / "plan.json").write_text('{"spec": {"search": {"sla_percentile": %s, "sla_ms": 5}}}' % absurd)
+        assert search.recorded_sla(run) == (None, f"{run / 'db3' / 'plan.json'}: its search's SLA is not a percentile "
+                                                  "in (0, 100) and a limit in (0, 1e9] ms"), absurd
+    (run / "db3" / "plan.json").write_text('{"spec": {"search": {"sla_percentile": 95, "sla_ms": ' + "9" * 400 + "}}}")
+    assert search.recorded_sla(run)[0] is None
 
 
 def test_the_report_judges_capacity_by_the_sla_the_search_aimed_at(tmp_path, capsys) -> None:
@@ -223,6 +231,21 @@ def test_the_report_judges_capacity_by_the_sla_the_search_aimed_at(tmp_path, cap
     host = next(path.name for path in tiny.iterdir() if path.is_dir() and not path.name.startswith("."))
     _plan_json(tiny, host, {"sla_percentile": 95, "sla_ms": 50, "steps": 6})
     assert cli.main(["report", str(tiny)]) == 0
-    assert "innomatrix: SLA: p95 ≤ 50 ms, the one the capacity search aimed at (plan.json)\n" in capsys.readouterr().err
-    assert cli.main(["report", str(tiny), "--sla-ms", "20"]) == 0  # given: given wins, nothing said
-    assert "SLA:" not in capsys.readouterr().err
+    assert ("innomatrix: SLA: p95 ≤ 50 ms (percentile and limit as the capacity search aimed at, from plan.json)\n"
+            in capsys.readouterr().err)
+    assert cli.main(["report", str(tiny), "--sla-ms", "20"]) == 0  # one given: the other is the search's
+    assert "innomatrix: SLA: p95 ≤ 20 ms (percentile as the capacity search aimed at" in capsys.readouterr().err
+    assert cli.main(["report", str(tiny), "--sla-ms", "20", "--sla-percentile", "99"]) == 0
+    assert "SLA:" not in capsys.readouterr().err  # both given: nothing read, nothing said
+    (tiny / host / "plan.json").write_text("{")
+    assert cli.main(["report", str(tiny)]) == 0  # a damaged plan.json: said, and the defaults stand
+    err = capsys.readouterr().err
+    assert f"innomatrix: SLA: {tiny / host / 'plan.json'}: cannot be read as JSON" in err
+
+
+def test_a_closed_loop_trial_ok_in_the_tree_but_unreadable_stops_the_search_and_says_why() -> None:
+    # The plan counts it done: an open search would plan a pass (mkfs, a load) that runs nothing, every rerun.
+    found = search.step(searched(), SLA, lambda cell: Trial(False, "…/t4/r1/vmstat.log:23: cut short", unreadable=True))
+    assert (found["cells"], found["open"]) == ([], False)
+    assert found["failed"] == "db1/xfs/oltp/A/bp-64M/t4: …/t4/r1/vmstat.log:23: cut short"
+    assert found["line"].endswith("no capacity search: a closed-loop trial cannot be read (…/t4/r1/vmstat.log:23: cut short)")

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from innomatrix import frame, stats
 from innomatrix_host.sysbench import episodes
-from innomatrix_host import flags, server_log, stalls
+from innomatrix_host import collected, flags, server_log, stalls
 from trial_module import trial_module
 from innomatrix.report import html
 
@@ -146,6 +146,19 @@ def test_a_real_trial_doctored_to_stall_has_each_stall_explained_or_not(tmp_path
     assert causes[1].startswith(f"stall at {second:g} s: checkpoint age past the async flush point (hurried flushing): ")
     assert causes[1].endswith('the server\'s error log: "[ERROR] InnoDB: fsync() returned EIO"'), causes
     assert _host_causes(run / TRIAL) == causes
+
+
+def test_causes_the_host_cannot_read_cost_the_stalls_flag_its_causes_alone(tmp_path: Path, monkeypatch) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    _doctor(run)
+
+    def broken(*_: object) -> None:
+        raise ValueError("a stamp past the calendar")
+
+    monkeypatch.setattr(collected, "stall_figures", broken)
+    assert _host_causes(run / TRIAL) == [
+        "causes not read on the host (ValueError: a stamp past the calendar); the report reads them again"]
 
 
 def _host_causes(directory: Path) -> list[str]:

@@ -390,7 +390,10 @@ def capacity_hosts(capacities: Table | None, floors: stats.Floors,
             drift = capacity.run_drift(_floor(floors, a), _floor(floors, b), th.confidence)
             found = capacity.verdict(bracket_of(a), bracket_of(b), _capacity_of(a), _capacity_of(b), drift,
                                      across_runs=True)
-            rows.append(_capacity_row(dict(zip(settings, key)), "host", a["host"], b["host"], a, b, found))
+            row = _capacity_row(dict(zip(settings, key)), "host", a["host"], b["host"], a, b, found)
+            if "server" in a:  # hosts may run different servers: each side's is named
+                row.update(server_a=a["server"], server_b=b["server"])
+            rows.append(row)
     return _capacity_table("capacity_compare", f"Capacity at p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms, "
                            "host A ÷ host B", rows)
 
