@@ -22,7 +22,9 @@ missed). `bench/fixed_rate.py capacity` prints only that, from the results alrea
 The capacity search (rates=auto, p99 ≤ SLA_MS) on the same configuration, 4 s warmup and 20 s
 measured, REPEATS trials a step: its steps in the order run (rate, whether the merged p99 met the
 SLA, the trials' wall time), what the search cost (trials, and the run's wall time beside the
-trials'), and the report's capacity and sure bracket at that SLA.
+trials'), and the report's capacity and sure bracket at that SLA; beside each step's merged p99 the
+median over its trials of their median per-interval p99 (what a closed-loop table would show).
+`bench/fixed_rate.py search-figures RUN SLA_MS` prints them again from the results already there.
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
@@ -58,6 +60,9 @@ def main() -> None:
         return
     if sys.argv[1:2] == ["search"]:
         search(int(sys.argv[2]) if len(sys.argv) > 2 else 3, float(sys.argv[3]) if len(sys.argv) > 3 else 20.0)
+        return
+    if sys.argv[1:2] == ["search-figures"]:  # the figures of a search already run: RUN SLA_MS
+        search_figures(sys.argv[2], float(sys.argv[3]))
         return
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     demo_matrix.run(*SHARED, "-e", "run_name=bench-rate-closed")
@@ -101,8 +106,15 @@ def search(repeats: int, sla_ms: float) -> None:
     started = time.monotonic()
     demo_matrix.run(*SHARED, "-e", f"run_name={run}", "-e", "rates=auto", "-e", f"sla_ms={sla_ms}",
                     "-e", f"repeats={repeats}", "-e", "warmup=4", "-e", "duration=20")
-    wall = time.monotonic() - started
-    closed = [trial(run, "t4", repeat) for repeat in range(1, repeats + 1)]
+    search_figures(run, sla_ms)
+    print(f"the whole run (load, closed-loop, search, report): {time.monotonic() - started:.0f} s")
+
+
+def search_figures(run: str, sla_ms: float) -> None:
+    """What a capacity search run found: its steps in order, their cost, the capacity."""
+    closed = [json.loads(path.read_text()) for path in sorted((RESULTS / run / CELL).glob("t4/r*/trial.json"))
+              if path.parent.name[1:].isdigit()]
+    repeats = len(closed)
     steps: dict[int, list[dict]] = {}
     for path in sorted((RESULTS / run / CELL).glob("t4-rate*/r*/trial.json")):
         if not path.parent.name[1:].isdigit():  # an earlier attempt kept aside (r1.ok-…)
@@ -120,11 +132,16 @@ def search(repeats: int, sla_ms: float) -> None:
         behind = sum(bool(t["rate"]["saturated"]) for t in trials)
         met = p99 is not None and p99 <= sla_ms and not behind
         shown = f"{p99:.2f} ms" if p99 is not None else "none kept"
+        per_interval = [t["summary"]["latency_p95_ms_median"] for t in trials
+                        if t["summary"].get("latency_p95_ms_median") is not None]
+        interval_p99 = statistics.median(per_interval) if per_interval else None
+        beside = (f"; median per-interval p99 {interval_p99:.2f} ms, merged ÷ it {p99 / interval_p99:.2f}"
+                  if interval_p99 and p99 is not None else "")
         print(f"step {number}: {rate}/s {'met' if met else 'missed'} (merged p99 {shown}, {behind} of "
-              f"{len(trials)} saturated), {sum(t['wall_s'] for t in trials):.0f} s of trials")
+              f"{len(trials)} saturated{beside}), {sum(t['wall_s'] for t in trials):.0f} s of trials")
     every = sum(len(trials) for trials in steps.values())
-    print(f"search: {len(steps)} steps, {every} trials, {sum(t['wall_s'] for ts in steps.values() for t in ts):.0f} s "
-          f"of trials; the whole run (load, closed-loop, search, report) {wall:.0f} s")
+    print(f"search: {len(steps)} steps, {every} trials ({repeats} a step), "
+          f"{sum(t['wall_s'] for ts in steps.values() for t in ts):.0f} s of trials")
     loaded = frame.load(RESULTS / run)
     found = tables.capacity_at_sla(tables.fixed_rate(stats.cells(loaded, th), loaded.histograms, th), th)
     for _, row in found.data.iterrows():

@@ -194,19 +194,24 @@ def closed_loop(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]],
-               th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
+               th: stats.Thresholds = stats.DEFAULTS, across_hosts: bool = False) -> Table | None:
     """Each fixed-rate configuration: the rate offered, the median tps achieved, and p50 … p99.9
     from the merged latency histograms of its ok trials (sysbench.merge_histograms: all their
     measured events, never an average of percentiles); a saturated trial is marked and counted.
-    None without fixed-rate cells."""
+    `across_hosts`: each configuration that two or more hosts ran, every host's trials merged as
+    one (a fleet of like hosts: one distribution of all their events), its hosts named. None
+    without such cells."""
     table = cells[cells["rate"] > 0] if "rate" in cells else cells.iloc[0:0]
     if table.empty:
         return None
     # The server names the floor a verdict between runs is judged by (a host runs one in a run).
     server = ["server"] if "server" in table else []
-    groups = ["host", *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
+    host = [] if across_hosts else ["host"]
+    groups = [*host, *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
     rows = []
     for key, group in table.groupby(groups, sort=True):
+        if across_hosts and group["host"].nunique() < 2:
+            continue
         ok = group[group["status"] == "ok"]
         kept = [histograms[trial] for trial in ok["trial"] if trial in histograms]
         fell_behind = ok["saturated"]
@@ -224,9 +229,13 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
         row["sla_outcome"] = capacity.outcome([capacity.trial_side(histograms.get(trial), bool(behind),
                                                                    th.sla_percentile, th.sla_ms)
                                                for trial, behind in zip(ok["trial"], fell_behind)])
+        if across_hosts:
+            row["hosts"] = ", ".join(sorted(map(str, group["host"].unique())))
         rows.append(row)
+    if not rows:
+        return None
     data = pd.DataFrame(rows)
-    display = data[groups].copy()
+    display = data[[*groups, *(["hosts"] if across_hosts else [])]].copy()
     display["achieved tps"] = [fmt(value, 1) + (f" {FLAG_MARK}" if flagged else "")
                                for value, flagged in zip(data["achieved_tps_median"], data["flagged"])]
     for pct in RATE_PERCENTILES:
@@ -247,6 +256,10 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
              f"that few (many) less than {capacity.SURE_LEVEL:.0%} of the time; a trial that saturated misses it. "
              f"{_fewest_events_note(th.sla_percentile)} Unsure when the trials disagree or with fewer than "
              f"{capacity.MIN_TRIALS} trials. Only these decide a verdict between capacities."]
+    if across_hosts:
+        return Table("fixed_rate_hosts", "Fixed-rate trials of the configurations several hosts ran, every host's "
+                     "trials merged: achieved tps and latency percentiles (ms, every measured event of them all)",
+                     data, display[shown], notes + _flag_note(table))
     return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
                  "(ms, every measured event of the configuration's trials)", data, display[shown],
                  notes + _flag_note(table))
@@ -286,7 +299,9 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
                      "first_missed_tps": int(block["rate"].iloc[held]) if held < len(met) else None,
                      "surely_met_tps": sure.met, "surely_missed_tps": sure.missed,
                      "saturates_at_tps": int(saturating.min()) if len(saturating) else None,
-                     "rates_run": len(block)})
+                     "rates_run": len(block),
+                     **({"hosts": ", ".join(sorted({host for hosts in block["hosts"] for host in hosts.split(", ")}))}
+                        if "hosts" in block else {})})
     rates = ("capacity_tps", "first_missed_tps", "surely_met_tps", "surely_missed_tps", "saturates_at_tps")
     table = pd.DataFrame(rows).astype(dict.fromkeys(rates, "Int64"))  # a rate or nothing, never 200.0 or NaN
     display = table[list(labels)].copy()
@@ -297,7 +312,12 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
         display[title] = [none if pd.isna(value) else str(value) for value in table[column]]
     display["sure (every trial)"] = [bracket_of(row).describe() for _, row in table.iterrows()]
     display["saturates at"] = ["–" if pd.isna(value) else str(value) for value in table["saturates_at_tps"]]
-    return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
+    if "hosts" in table:  # every host's trials merged: which hosts, at any of its rates
+        display.insert(len(labels), "hosts", table["hosts"])
+    name, title = (("capacity_at_sla_hosts", f"Capacity at {label} of every host's trials merged")
+                   if fixed.name == "fixed_rate_hosts" else
+                   ("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it"))
+    return Table(name, title, table, display,
                  ["From the rates run (listed in `rates`, or found by the capacity search, rates=auto): the "
                   "capacity lies between it and the first rate missed. "
                   f"Sure: at or above the highest rate every trial surely met, with every rate below it (rates of "
