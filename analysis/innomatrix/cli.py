@@ -91,6 +91,10 @@ def _sla(args: argparse.Namespace) -> tuple[Any, str | None]:
         aimed = {sla for sla, _ in recorded}
         for note in dict.fromkeys(note for _, note in recorded if note):
             _say(f"SLA: {note}; the report's defaults stand where no --sla-* is given")
+        if len(aimed) > 1:  # one run searched at an SLA the other did not: neither is taken
+            _say("SLA: the runs' capacity searches aimed at different SLAs (" + ", ".join(
+                f"{run}: " + (f"p{sla[0]:g} ≤ {sla[1]:g} ms" if sla else "none") for run, (sla, _) in zip(runs, recorded))
+                + "); the report's defaults stand where no --sla-* is given")
         if len(aimed) == 1 and (sla := aimed.pop()):
             taken = [word for name, word in (("sla_percentile", "percentile"), ("sla_ms", "limit")) if name not in given]
             given = {"sla_percentile": sla[0], "sla_ms": sla[1], **given}

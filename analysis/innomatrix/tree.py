@@ -104,15 +104,15 @@ def _open_regular(path: Path) -> BinaryIO:
         if exc.errno == errno.ELOOP:
             refuse_special(path, os.lstat(path).st_mode)
         raise TreeError(f"{path}: cannot be opened ({exc.strerror})") from None
-    handle = os.fdopen(fd, "rb")
+    # What was opened is looked at before it is wrapped: a directory opens, and fdopen then raises.
     try:
-        info = os.fstat(handle.fileno())
+        info = os.fstat(fd)
     except OSError as exc:
-        handle.close()
+        os.close(fd)
         raise TreeError(f"{path}: cannot be read ({exc.strerror})") from None
     if stat.S_ISREG(info.st_mode):
-        return handle
-    handle.close()
+        return os.fdopen(fd, "rb")
+    os.close(fd)
     refuse_special(path, info.st_mode)
     raise TreeError(f"{path}: not a regular file")
 

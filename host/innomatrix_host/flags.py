@@ -116,7 +116,7 @@ def of_trial(directory: Path, trial: Mapping[str, Any], stalled: list[bool] | No
                 causes = stall_rules.explain(episodes(stalled), measured_t,
                                              collected.stall_figures(directory, trial, measured_t),
                                              durations["report_interval_s"])
-            except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
+            except (OSError, ValueError, OverflowError) as exc:
                 causes = [f"causes not read on the host ({type(exc).__name__}: {exc}); the report reads them again"]
         found += [stall for stall in [stalls(stalled, durations["report_interval_s"], causes)] if stall]
     started = (trial.get("times") or {}).get("started")

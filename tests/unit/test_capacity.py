@@ -237,6 +237,8 @@ def test_compare_by_host_divides_two_hosts_capacities_within_both_hosts_drift() 
     [row] = table.data.to_dict("records")
     assert (row["by"], row["a"], row["b"], row["capacity_a_tps"], row["capacity_b_tps"]) == ("host", "nvme", "sata", 200, 50)
     assert (row["server_a"], row["server_b"]) == ("mariadb 10.11", "mariadb 10.11")
+    columns = list(table.display.columns)
+    assert columns[-2:] == ["A ÷ B", "verdict"] and columns.index("server_a") == columns.index("b") + 1
     assert (row["verdict"], row["interval_from"]) == (stats.DIFFERS, stats.FROM_DRIFT)
     assert row["ci_low"] == pytest.approx(200 / 100 / math.exp(capacity.run_drift(_floor(0.05), _floor(0.05))))
     assert "host" not in table.data and table.title == "Capacity at p99 ≤ 10 ms, host A ÷ host B"
@@ -248,28 +250,3 @@ def test_compare_by_host_divides_two_hosts_capacities_within_both_hosts_drift() 
     assert row["verdict"] == stats.SAME
     assert tables.capacity_hosts(_capacities(fast), floors) is None
     assert tables.capacity_hosts(None, floors) is None
-
-
-def test_a_configuration_several_hosts_ran_is_one_distribution_of_all_their_events() -> None:
-    from innomatrix_host import sysbench
-
-    one = _configuration("A", {50: 2.0, 100: 4.0, 200: 30.0}, host="nvme1")
-    two = _configuration("A", {50: 3.0, 100: 12.0, 200: 40.0}, host="nvme2")
-    alone = _configuration("B", {50: 2.0}, host="nvme1")  # one host ran it: nothing to merge
-    cells = pd.concat([frame for frame, _ in (one, two, alone)])
-    histograms = {trial: h for _, hs in (one, two, alone) for trial, h in hs.items()}
-    fleet = tables.fixed_rate(cells, histograms, across_hosts=True)
-    assert fleet.name == "fixed_rate_hosts" and "host" not in fleet.data
-    assert list(fleet.data["rate"]) == [50, 100, 200] and set(fleet.data["variant"]) == {"A"}
-    row = fleet.data.set_index("rate").loc[100]
-    both = [h for trial, h in histograms.items() if "-rate100/" in trial and "/A/" in trial]
-    assert len(both) == 6 and row["trials"] == 6 and row["hosts"] == "nvme1, nvme2"
-    # every event of both hosts, counted once: the merge's percentile, never an average of the hosts'
-    assert row["p99_ms"] == sysbench.histogram_percentile(sysbench.merge_histograms(both), 99)
-    assert row["events"] == sum(n for h in both for _, n in h)
-    assert bool(row["meets_sla"]) is False  # nvme2's 12 ms fills the merged tail: 100/s is missed by the fleet
-    capacities = tables.capacity_at_sla(fleet)
-    assert capacities.name == "capacity_at_sla_hosts"
-    assert capacities.data[["capacity_tps", "hosts"]].to_dict("records") == [{"capacity_tps": 50, "hosts": "nvme1, nvme2"}]
-    assert list(capacities.display.columns[:capacities.display.columns.get_loc("hosts") + 1])[-1] == "hosts"
-    assert tables.fixed_rate(pd.concat([one[0], alone[0]]), histograms, across_hosts=True) is None

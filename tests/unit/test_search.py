@@ -249,3 +249,16 @@ def test_a_closed_loop_trial_ok_in_the_tree_but_unreadable_stops_the_search_and_
     assert (found["cells"], found["open"]) == ([], False)
     assert found["failed"] == "db1/xfs/oltp/A/bp-64M/t4: …/t4/r1/vmstat.log:23: cut short"
     assert found["line"].endswith("no capacity search: a closed-loop trial cannot be read (…/t4/r1/vmstat.log:23: cut short)")
+
+
+def test_runs_that_searched_at_different_slas_leave_the_defaults_and_say_so(tmp_path, capsys) -> None:
+    a, b = real_tiny(tmp_path / "a"), real_tiny(tmp_path / "b")
+    _plan_json(a, "localhost", {"sla_percentile": 95, "sla_ms": 50, "steps": 6})
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    err = capsys.readouterr().err
+    assert (f"innomatrix: SLA: the runs' capacity searches aimed at different SLAs ({a}: p95 ≤ 50 ms, {b}: none); "
+            "the report's defaults stand where no --sla-* is given\n") in err
+    (a / "localhost" / "plan.json").unlink()
+    (a / "localhost" / "plan.json").mkdir()  # a directory where plan.json should be: said, never a traceback
+    assert cli.main(["report", str(a)]) == 0
+    assert f"innomatrix: SLA: {a / 'localhost' / 'plan.json'}: not a regular file" in capsys.readouterr().err

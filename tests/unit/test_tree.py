@@ -146,3 +146,12 @@ def test_json_that_innomatrix_never_writes_is_refused(tmp_path: Path, text: str,
     with pytest.raises(tree.TreeError) as refused:
         tree.read_json(path)
     assert str(refused.value).startswith(f"{path}: cannot be read as JSON (") and fault in str(refused.value)
+
+
+def test_a_directory_where_a_file_should_be_is_refused_in_one_line_and_nothing_is_left_open(tmp_path: Path) -> None:
+    (tmp_path / "trial.json").mkdir()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(tree.TreeError, match=f"^{tmp_path / 'trial.json'}: not a regular file$"):
+            tree.read_json(tmp_path / "trial.json")
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -79,8 +79,6 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     cells = tables.closed_loop(every_cell)
     fixed = tables.fixed_rate(every_cell, frame.histograms, thresholds)
     capacities = tables.capacity_at_sla(fixed, thresholds)
-    # A configuration several hosts ran at fixed rates: one distribution of all their events as well.
-    fixed_hosts = tables.fixed_rate(every_cell, frame.histograms, thresholds, across_hosts=True)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
     vcpus = _vcpus(run, cells)
     by_fs = _within(cells, "filesystem", thresholds, host_floors)
@@ -91,7 +89,6 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
                          tables.variant_by_bp(cells), costs.cost_table(cells, vcpus), tables.fs_by_bp(cells),
                          by_fs.table if by_fs else None,
                          fixed, capacities, tables.capacity_within(capacities, thresholds),
-                         fixed_hosts, tables.capacity_at_sla(fixed_hosts, thresholds),
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]

@@ -194,24 +194,19 @@ def closed_loop(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]],
-               th: stats.Thresholds = stats.DEFAULTS, across_hosts: bool = False) -> Table | None:
+               th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
     """Each fixed-rate configuration: the rate offered, the median tps achieved, and p50 … p99.9
     from the merged latency histograms of its ok trials (sysbench.merge_histograms: all their
     measured events, never an average of percentiles); a saturated trial is marked and counted.
-    `across_hosts`: each configuration that two or more hosts ran, every host's trials merged as
-    one (a fleet of like hosts: one distribution of all their events), its hosts named. None
-    without such cells."""
+    None without fixed-rate cells."""
     table = cells[cells["rate"] > 0] if "rate" in cells else cells.iloc[0:0]
     if table.empty:
         return None
     # The server names the floor a verdict between runs is judged by (a host runs one in a run).
     server = ["server"] if "server" in table else []
-    host = [] if across_hosts else ["host"]
-    groups = [*host, *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
+    groups = ["host", *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
     rows = []
     for key, group in table.groupby(groups, sort=True):
-        if across_hosts and group["host"].nunique() < 2:
-            continue
         ok = group[group["status"] == "ok"]
         kept = [histograms[trial] for trial in ok["trial"] if trial in histograms]
         fell_behind = ok["saturated"]
@@ -229,13 +224,9 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
         row["sla_outcome"] = capacity.outcome([capacity.trial_side(histograms.get(trial), bool(behind),
                                                                    th.sla_percentile, th.sla_ms)
                                                for trial, behind in zip(ok["trial"], fell_behind)])
-        if across_hosts:
-            row["hosts"] = ", ".join(sorted(map(str, group["host"].unique())))
         rows.append(row)
-    if not rows:
-        return None
     data = pd.DataFrame(rows)
-    display = data[[*groups, *(["hosts"] if across_hosts else [])]].copy()
+    display = data[groups].copy()
     display["achieved tps"] = [fmt(value, 1) + (f" {FLAG_MARK}" if flagged else "")
                                for value, flagged in zip(data["achieved_tps_median"], data["flagged"])]
     for pct in RATE_PERCENTILES:
@@ -256,10 +247,6 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
              f"that few (many) less than {capacity.SURE_LEVEL:.0%} of the time; a trial that saturated misses it. "
              f"{_fewest_events_note(th.sla_percentile)} Unsure when the trials disagree or with fewer than "
              f"{capacity.MIN_TRIALS} trials. Only these decide a verdict between capacities."]
-    if across_hosts:
-        return Table("fixed_rate_hosts", "Fixed-rate trials of the configurations several hosts ran, every host's "
-                     "trials merged: achieved tps and latency percentiles (ms, every measured event of them all)",
-                     data, display[shown], notes + _flag_note(table))
     return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
                  "(ms, every measured event of the configuration's trials)", data, display[shown],
                  notes + _flag_note(table))
@@ -299,9 +286,7 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
                      "first_missed_tps": int(block["rate"].iloc[held]) if held < len(met) else None,
                      "surely_met_tps": sure.met, "surely_missed_tps": sure.missed,
                      "saturates_at_tps": int(saturating.min()) if len(saturating) else None,
-                     "rates_run": len(block),
-                     **({"hosts": ", ".join(sorted({host for hosts in block["hosts"] for host in hosts.split(", ")}))}
-                        if "hosts" in block else {})})
+                     "rates_run": len(block)})
     rates = ("capacity_tps", "first_missed_tps", "surely_met_tps", "surely_missed_tps", "saturates_at_tps")
     table = pd.DataFrame(rows).astype(dict.fromkeys(rates, "Int64"))  # a rate or nothing, never 200.0 or NaN
     display = table[list(labels)].copy()
@@ -312,12 +297,7 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
         display[title] = [none if pd.isna(value) else str(value) for value in table[column]]
     display["sure (every trial)"] = [bracket_of(row).describe() for _, row in table.iterrows()]
     display["saturates at"] = ["–" if pd.isna(value) else str(value) for value in table["saturates_at_tps"]]
-    if "hosts" in table:  # every host's trials merged: which hosts, at any of its rates
-        display.insert(len(labels), "hosts", table["hosts"])
-    name, title = (("capacity_at_sla_hosts", f"Capacity at {label} of every host's trials merged")
-                   if fixed.name == "fixed_rate_hosts" else
-                   ("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it"))
-    return Table(name, title, table, display,
+    return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
                  ["From the rates run (listed in `rates`, or found by the capacity search, rates=auto): the "
                   "capacity lies between it and the first rate missed. "
                   f"Sure: at or above the highest rate every trial surely met, with every rate below it (rates of "
@@ -411,8 +391,10 @@ def capacity_hosts(capacities: Table | None, floors: stats.Floors,
             found = capacity.verdict(bracket_of(a), bracket_of(b), _capacity_of(a), _capacity_of(b), drift,
                                      across_runs=True)
             row = _capacity_row(dict(zip(settings, key)), "host", a["host"], b["host"], a, b, found)
-            if "server" in a:  # hosts may run different servers: each side's is named
-                row.update(server_a=a["server"], server_b=b["server"])
+            if "server" in a:  # hosts may run different servers: each side's is named, beside the hosts
+                items = list(row.items())
+                at = [name for name, _ in items].index("b") + 1
+                row = dict([*items[:at], ("server_a", a["server"]), ("server_b", b["server"]), *items[at:]])
             rows.append(row)
     return _capacity_table("capacity_compare", f"Capacity at p{th.sla_percentile:g} ≤ {th.sla_ms:g} ms, "
                            "host A ÷ host B", rows)
@@ -447,7 +429,7 @@ def _capacity_table(name: str, title: str, rows: list[dict[str, Any]]) -> Table 
     display = data.drop(columns=["ratio", "ci_low", "ci_high", "interval_from"]).astype(object)
     for column in ("capacity_a_tps", "capacity_b_tps"):
         display[column] = ["–" if pd.isna(value) else str(value) for value in data[column]]
-    display.insert(len(display.columns) - 1, "A ÷ B", [
+    display.insert(display.columns.get_loc("verdict"), "A ÷ B", [
         f"{fmt(ratio, 2)} ({fmt(low, 2)}–{'∞' if math.isinf(high) else fmt(high, 2)})"
         for ratio, low, high in zip(data["ratio"], data["ci_low"], data["ci_high"])])
     return Table(name, title, data, display,
