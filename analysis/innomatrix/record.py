@@ -178,6 +178,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         # Why the trial has no flush_points.txt, when its server would not give them.
         "flush_points_unread": fields.text("flush_points_unread", ""),
         "_device": device or None,
+        "device_model": device_model(fields),
         "recorded_median": fields.number("summary.throughput_median", 0, 1e15),
         "recorded_pct": fields.number("summary.latency_pct", 0, 100),
         "throughput_unit": None,
@@ -201,6 +202,22 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "marks": marks,
         **decided,
     }
+
+
+def device_model(fields: Fields) -> str:
+    """What kind of device the trial ran on, as like hosts of a fleet share it: the kernel's model
+    (each member's, for a layout), "loop device" for a loop file; "" where the record cannot say (a
+    disk the kernel names no model of, a trial.json from before models were recorded)."""
+    members = fields.raw("device.layout.members")
+    if members is not None:
+        if not isinstance(members, list):
+            raise fields.fail(f"device.layout.members is {_show(members)}, not a list")
+        models = [fields.text(f"device.layout.members.{at}.model", "") for at in range(len(members))]
+        return " + ".join(sorted(models)) if models and all(model.strip() for model in models) else ""
+    model = (fields.text("device.model") or "").strip()
+    if model:
+        return model
+    return "loop device" if (fields.text("device.identity") or "").startswith("loop:") else ""
 
 
 def _driver_flags(fields: Fields) -> list[str]:

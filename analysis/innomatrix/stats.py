@@ -484,6 +484,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "status": meta["status"],
         "saturated": bool(meta.get("saturated", False)),
         "server": server_label(meta.get("server_flavor"), meta.get("server_version")),
+        "device_model": meta.get("device_model", ""),
         "unit": meta["throughput_unit"],
         "intervals_measured": n,
         "measured_s": n * ri,

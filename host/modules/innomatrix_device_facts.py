@@ -182,6 +182,9 @@ def gather(p: dict) -> tuple[dict, dict]:
     facts.update(
         name=name,
         identity=identity(name),
+        # What kind of disk it is (hosts of a fleet with the same model are alike); "" where the
+        # kernel names none (a loop device, a virtio disk).
+        model=layouts.sysfs(name, "device/model"),
         size_bytes=int(layouts.sysfs(name, "size") or 0) * 512,
         read_only=layouts.sysfs(name, "ro") == "1",
         scheduler=layouts.sysfs(name, "queue/scheduler"),

@@ -11,8 +11,11 @@ closed-loop cell alone.
 from __future__ import annotations
 
 import csv
+import json
+import shutil
 
 from e2e_env import NEEDS_ROOT, ok, trials_of
+from innomatrix import report
 from innomatrix_host import sysbench
 
 pytestmark = NEEDS_ROOT
@@ -79,6 +82,24 @@ def test_a_rate_beyond_the_server_is_saturated_and_one_within_it_is_not(env):
     with open(run / "tables" / "variant_by_bp.csv", newline="") as table:
         [row] = list(csv.DictReader(table))
     assert float(row["bp-64M"]) == closed["summary"]["throughput_median"]
+    # Like hosts of a fleet: the loop device recorded as such, and a twin of this host (its very
+    # trials under another name) merged with it: every event twice, the same percentiles.
+    assert low["device"]["model"] == "" and low["device"]["identity"].startswith("loop:")
+    fleet = env.results / "rate-fleet"
+    shutil.copytree(run / "localhost", fleet / "localhost")
+    shutil.copytree(run / "localhost", fleet / "twin")
+    for record in (fleet / "twin").rglob("trial.json"):
+        trial = json.loads(record.read_text())
+        trial["cell"]["host"] = "twin"
+        record.write_text(json.dumps(trial))
+    report.report(fleet)
+    with open(fleet / "tables" / "fixed_rate_fleet.csv", newline="") as table:
+        merged = {int(row["rate"]): row for row in csv.DictReader(table)}
+    assert sorted(merged) == [LOW, HIGH] and {row["hosts"] for row in merged.values()} == {"localhost, twin"}
+    assert {row["device_model"] for row in merged.values()} == {"loop device"}
+    for rate in (LOW, HIGH):
+        assert float(merged[rate]["p99_ms"]) == float(rows[rate]["p99_ms"])
+        assert int(merged[rate]["events"]) == 2 * int(rows[rate]["events"])
     print(f"\nfixed rate: closed-loop {closed['summary']['throughput_median']:.1f} tps; {LOW}/s achieved "
           f"{low['rate']['achieved_tps']:.1f}, p99 {p99[LOW]:.2f} ms; {HIGH}/s achieved "
           f"{high['rate']['achieved_tps']:.1f}, p99 {p99[HIGH]:.1f} ms, saturated: {'; '.join(high['rate']['reasons'])}")

@@ -156,13 +156,14 @@ def test_rates_closer_than_the_trials_spread_add_no_chance_of_a_false_difference
 
 
 def _configuration(variant: str, latency_by_rate: dict[int, float], saturated: set[int] = frozenset(),
-                   storage: str = "plain", server: str = "mariadb 10.11", host: str = "db1") -> pd.DataFrame:
+                   storage: str = "plain", server: str = "mariadb 10.11", host: str = "db1",
+                   model: str = "SAMSUNG MZQL23T8HCLS") -> pd.DataFrame:
     cells, histograms = [], {}
     for rate, latency in latency_by_rate.items():
         for repeat in (1, 2, 3):
             trial = f"{host}/{storage}/xfs/oltp/{variant}/bp-64M/t4-rate{rate}/r{repeat}"
             cells.append({"host": host, "layout": storage, "members": 1 if storage == "plain" else 2,
-                          "filesystem": "xfs", "workload": "oltp", "server": server,
+                          "filesystem": "xfs", "workload": "oltp", "server": server, "device_model": model,
                           "variant": variant, "bp_size": "64M", "threads": 4, "rate": rate, "repeat": repeat,
                           "status": "ok", "trial": trial, "throughput_median": rate * 0.99,
                           "flags": f"saturated at {rate}/s: completed …" if rate in saturated else "",
@@ -250,3 +251,56 @@ def test_compare_by_host_divides_two_hosts_capacities_within_both_hosts_drift() 
     assert row["verdict"] == stats.SAME
     assert tables.capacity_hosts(_capacities(fast), floors) is None
     assert tables.capacity_hosts(None, floors) is None
+
+
+def _fleet(*configurations: tuple[pd.DataFrame, dict]) -> tuple[tables.Table | None, dict]:
+    cells = pd.concat([frame for frame, _ in configurations])
+    histograms = {trial: h for _, hs in configurations for trial, h in hs.items()}
+    return tables.fixed_rate(cells, histograms, fleet=True), histograms
+
+
+def test_like_hosts_trials_of_a_configuration_are_one_distribution_of_all_their_events() -> None:
+    from innomatrix_host import sysbench
+
+    one = _configuration("A", {50: 2.0, 100: 4.0, 200: 30.0}, host="nvme1")
+    two = _configuration("A", {50: 3.0, 100: 12.0, 200: 40.0}, host="nvme2")
+    alone = _configuration("B", {50: 2.0}, host="nvme1")  # one host ran it: nothing to merge
+    fleet, histograms = _fleet(one, two, alone)
+    assert fleet.name == "fixed_rate_fleet" and "host" not in fleet.data
+    assert list(fleet.data["rate"]) == [50, 100, 200] and set(fleet.data["variant"]) == {"A"}
+    row = fleet.data.set_index("rate").loc[100]
+    both = [h for trial, h in histograms.items() if "-rate100/" in trial and "/A/" in trial]
+    assert len(both) == 6 and row["trials"] == 6 and row["hosts"] == "nvme1, nvme2"
+    assert row["device_model"] == "SAMSUNG MZQL23T8HCLS"
+    # every event of both hosts, counted once: the merge's percentile, never an average of the hosts'
+    assert row["p99_ms"] == sysbench.histogram_percentile(sysbench.merge_histograms(both), 99)
+    assert row["events"] == sum(n for h in both for _, n in h)
+    assert bool(row["meets_sla"]) is False  # nvme2's 12 ms fills the merged tail: the fleet misses 100/s
+    capacities = tables.capacity_at_sla(fleet)
+    assert capacities.name == "capacity_at_sla_fleet"
+    assert capacities.data[["capacity_tps", "hosts"]].to_dict("records") == [{"capacity_tps": 50, "hosts": "nvme1, nvme2"}]
+    assert _fleet(one, alone)[0] is None
+
+
+def test_a_fleet_merges_only_rates_every_like_host_ran_and_never_unlike_devices() -> None:
+    one = _configuration("A", {50: 2.0, 100: 4.0, 200: 5.0}, host="nvme1")
+    two = _configuration("A", {50: 3.0, 100: 4.0}, host="nvme2")  # its search never reached 200/s
+    fleet, _ = _fleet(one, two)
+    # 200/s met by nvme1 alone is no fleet's: a capacity of 200 would claim nvme2 carries it too
+    assert list(fleet.data["rate"]) == [50, 100]
+    assert any("at 200/s: left out, nvme2 has no ok trial" in note for note in fleet.notes)
+    assert tables.capacity_at_sla(fleet).data["capacity_tps"].tolist() == [100]
+    # a failed trial is no events: that host's rate is not in the merge either
+    failed = (two[0].assign(status=lambda f: f["status"].where(f["rate"] != 100, "failed")), two[1])
+    assert list(_fleet(one, failed)[0].data["rate"]) == [50]
+    # an unlike device is merged apart (each model its own hosts), and a host without a model never
+    sata = _configuration("A", {50: 9.0, 100: 9.0}, host="sata1", model="INTEL SSDSC2KB480G8")
+    unknown = _configuration("A", {50: 1.0, 100: 1.0}, host="old1", model="")
+    fleet, _ = _fleet(one, two, sata, unknown)
+    assert set(fleet.data["hosts"]) == {"nvme1, nvme2"}
+    notes = " ".join(fleet.notes)
+    assert "old1 left out, no device model recorded" in notes and "unlike devices" in notes and "sata1" in notes
+    assert _fleet(sata, unknown)[0] is None
+    # the same server is part of alike: another server's host is another configuration
+    other = _configuration("A", {50: 2.0, 100: 4.0}, host="nvme3", server="mysql 9.7.4")
+    assert _fleet(one, other)[0] is None

@@ -103,6 +103,34 @@ def test_a_device_named_by_a_stable_path_is_read_from_iostat_by_its_kernel_name(
         frame.load(tmp_path / "run")
 
 
+@pytest.mark.parametrize("device, model", [
+    ({"path": "/dev/nvme0n1", "model": "SAMSUNG MZQL23T8HCLS  "}, "SAMSUNG MZQL23T8HCLS"),
+    ({"path": "/dev/loop0", "model": "", "identity": "loop:/var/lib/innomatrix/demo-disk.img"}, "loop device"),
+    ({"path": "/dev/vda", "model": "", "identity": "serial:im-m1"}, ""),  # a virtio disk: no model to be alike by
+    ({"path": "/dev/loop0"}, ""),  # a trial.json from before models were recorded
+    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL B"}, {"model": "INTEL A"}]}}, "INTEL A + INTEL B"),
+    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL A"}, {"model": ""}]}}, ""),
+])
+def test_the_device_model_is_what_like_hosts_share(tmp_path, device, model):
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(5), files=("driver.log",)))
+    record = json.loads((directory / "trial.json").read_text())
+    record["device"] = device
+    (directory / "trial.json").write_text(json.dumps(record))
+    assert frame.load(tmp_path / "run").trials.iloc[0]["device_model"] == model
+
+
+@pytest.mark.parametrize("members, said", [("md0", r"device\.layout\.members is 'md0', not a list"),
+                                           ([{"model": 7}], r"device\.layout\.members\.0\.model is 7, not text"),
+                                           (["md0"], r"device\.layout\.members\.0 is 'md0', not an object")])
+def test_a_damaged_device_model_is_an_error_naming_trial_json(tmp_path, members, said):
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(5), files=("driver.log",)))
+    record = json.loads((directory / "trial.json").read_text())
+    record["device"] = {"path": "/dev/md0", "layout": {"members": members}}
+    (directory / "trial.json").write_text(json.dumps(record))
+    with pytest.raises(frame.FrameError, match=rf"^{directory}/trial\.json: {said}"):
+        frame.load(tmp_path / "run")
+
+
 def test_a_trial_without_a_start_time_is_an_error_naming_its_trial_json(tmp_path):
     directory = write_trial(tmp_path / "run", Trial(tps=steady(5)))
     record = json.loads((directory / "trial.json").read_text())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from innomatrix.report.tables import fmt
 from innomatrix_host import settings
 
 # SHOW GLOBAL VARIABLES as MariaDB 10.11 printed it in a trial (abridged), and its my.cnf.
@@ -71,11 +72,12 @@ def test_native_aio() -> None:
 # ---------------------------------------------------------------- in the report
 
 
-def _trial_with_settings(run, host: str, variables: str, cnf: str = "[mysqld]\n", variant: str = "A", seed: int = 1):
+def _trial_with_settings(run, host: str, variables: str, cnf: str = "[mysqld]\n", variant: str = "A", seed: int = 1,
+                         rate: int = 0):
     from synth import Trial, steady, write_trial
 
     directory = write_trial(run, Trial(tps=steady(30, 1000.0 if host == "db1" else 800.0, seed=seed), host=host,
-                                       variant=variant, seed=seed))
+                                       variant=variant, seed=seed, rate=rate))
     (directory / "variables.txt").write_text(variables)
     (directory / "my.cnf").write_text(cnf)
     return directory
@@ -114,6 +116,25 @@ def test_the_report_flags_a_server_that_ran_otherwise_and_shows_the_drift(tmp_pa
     # verdict or the reason it has none (one trial a side here).
     ratio = rows[f"throughput ÷ {db1}"]
     assert ratio[db1] == "1" and re.fullmatch(r"\d\.\d{3}× 1 trial on a side: run-to-run variance unknown", ratio[db2])
+
+
+def test_the_drift_is_of_closed_loop_trials_beside_fixed_rate_ones(tmp_path) -> None:
+    # Fixed-rate trials have no place in the throughput rows (their throughput is the rate offered):
+    # two hosts that ran both were a traceback (a fixed-rate trial looked up among closed-loop cells).
+    from innomatrix import frame, stats
+    from innomatrix.report import tables
+
+    run = tmp_path / "run"
+    for host, seed in (("db1", 1), ("db2", 2)):
+        _trial_with_settings(run, host, f"innodb_io_capacity\t{seed}00\n", seed=seed)
+        _trial_with_settings(run, host, f"innodb_io_capacity\t{seed}00\n", seed=seed, rate=50)
+    loaded = frame.load(run, workers=1)
+    every_cell = stats.cells(loaded)
+    drift = tables.settings_drift(loaded.trials, tables.closed_loop(every_cell))
+    rows = {row["setting"]: row for row in drift.data.to_dict("records")}
+    db1, db2 = "db1 · mariadb 10.11.19-MariaDB-0+deb12u1", "db2 · mariadb 10.11.19-MariaDB-0+deb12u1"
+    closed = every_cell[every_cell["rate"] == 0].set_index("host")["throughput_median"]
+    assert rows["median throughput (tps)"][db1] == fmt(closed["db1"]) and rows["innodb_io_capacity"][db2] == "200"
 
 
 def test_no_drift_table_for_one_server(tmp_path) -> None:

@@ -79,6 +79,8 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     cells = tables.closed_loop(every_cell)
     fixed = tables.fixed_rate(every_cell, frame.histograms, thresholds)
     capacities = tables.capacity_at_sla(fixed, thresholds)
+    # A configuration like hosts ran at fixed rates: one distribution of all their events as well.
+    fleet = tables.fixed_rate(every_cell, frame.histograms, thresholds, fleet=True)
     host_floors = noise_floors.floors_for(run, _hosts(cells))
     vcpus = _vcpus(run, cells)
     by_fs = _within(cells, "filesystem", thresholds, host_floors)
@@ -89,6 +91,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
                          tables.variant_by_bp(cells), costs.cost_table(cells, vcpus), tables.fs_by_bp(cells),
                          by_fs.table if by_fs else None,
                          fixed, capacities, tables.capacity_within(capacities, thresholds),
+                         fleet, tables.capacity_at_sla(fleet, thresholds),
                          tables.fileio_blocks(cells), tables.fileio_sweep(cells), tables.fileio(cells),
                          tables.settings_drift(frame.trials, cells, thresholds, host_floors))
              if t is not None]

@@ -194,17 +194,22 @@ def closed_loop(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]],
-               th: stats.Thresholds = stats.DEFAULTS) -> Table | None:
+               th: stats.Thresholds = stats.DEFAULTS, fleet: bool = False) -> Table | None:
     """Each fixed-rate configuration: the rate offered, the median tps achieved, and p50 … p99.9
     from the merged latency histograms of its ok trials (sysbench.merge_histograms: all their
     measured events, never an average of percentiles); a saturated trial is marked and counted.
-    None without fixed-rate cells."""
+    `fleet`: each configuration like hosts ran (fleet_cells), every host's trials merged as one, at
+    the rates every one of them ran. None without such cells."""
     table = cells[cells["rate"] > 0] if "rate" in cells else cells.iloc[0:0]
+    fleet_notes: list[str] = []
+    if fleet:
+        table, fleet_notes = fleet_cells(table, histograms)
     if table.empty:
         return None
     # The server names the floor a verdict between runs is judged by (a host runs one in a run).
     server = ["server"] if "server" in table else []
-    groups = ["host", *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
+    hosts = ["device_model", "hosts"] if fleet else ["host"]
+    groups = [*hosts, *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
     rows = []
     for key, group in table.groupby(groups, sort=True):
         ok = group[group["status"] == "ok"]
@@ -247,9 +252,55 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
              f"that few (many) less than {capacity.SURE_LEVEL:.0%} of the time; a trial that saturated misses it. "
              f"{_fewest_events_note(th.sla_percentile)} Unsure when the trials disagree or with fewer than "
              f"{capacity.MIN_TRIALS} trials. Only these decide a verdict between capacities."]
+    if fleet:
+        return Table("fixed_rate_fleet", "Fixed-rate trials of the configurations like hosts ran (one device model, "
+                     "one server), every host's trials merged: achieved tps and latency percentiles (ms, every "
+                     "measured event of them all)", data, display[shown], fleet_notes + notes + _flag_note(table))
     return Table("fixed_rate", "Fixed-rate trials: achieved tps and latency percentiles of the merged histograms "
                  "(ms, every measured event of the configuration's trials)", data, display[shown],
                  notes + _flag_note(table))
+
+
+def fleet_cells(fixed: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]]) -> tuple[pd.DataFrame, list[str]]:
+    """The fixed-rate cells a fleet's merge may take, with a `hosts` column, and what it left out.
+
+    Hosts are alike when their trials name one device model and one server (a host whose device the
+    record cannot name is never alike). Of a configuration two or more like hosts ran, a rate is kept
+    only where every one of them has an ok trial with a histogram: a merge at one rate of some hosts
+    and at the next of others would draw a capacity no one fleet has."""
+    empty = fixed.iloc[0:0].assign(hosts=pd.Series(dtype=object))
+    if fixed.empty or "device_model" not in fixed or fixed["host"].nunique() < 2:
+        return empty, []
+    configuration = [*storage_keys(fixed), "filesystem", "workload", *(["server"] if "server" in fixed else []),
+                     "variant", "bp_size", "threads"]
+    fixed = fixed.reset_index(drop=True)
+    kept, left = [], []
+    usable = (fixed["status"] == "ok") & fixed["trial"].isin(list(histograms))
+    for key, ran in fixed.groupby(configuration, sort=True):
+        if ran["host"].nunique() < 2:
+            continue
+        named = " ".join(str(part) for part in (key if isinstance(key, tuple) else (key,)))
+        unnamed = sorted(map(str, ran.loc[ran["device_model"] == "", "host"].unique()))
+        if unnamed:
+            left.append(f"{named}: {', '.join(unnamed)} left out, no device model recorded")
+        models = ran[ran["device_model"] != ""].groupby("device_model", sort=True)
+        if models.ngroups > 1:
+            each = "; ".join(f"{model}: {', '.join(sorted(map(str, alike['host'].unique())))}" for model, alike in models)
+            left.append(f"{named}: unlike devices ({each}), each model's hosts merged apart (`compare --by host` "
+                        "divides them)")
+        for _, alike in models:
+            hosts = sorted(map(str, alike["host"].unique()))
+            if len(hosts) < 2:
+                continue
+            for rate, at in alike.groupby("rate", sort=True):
+                with_events = set(map(str, at.loc[usable.loc[at.index], "host"]))
+                if with_events == set(hosts):
+                    kept.append(at.assign(hosts=", ".join(hosts)))
+                else:
+                    missing = ", ".join(h for h in hosts if h not in with_events)
+                    left.append(f"{named} at {rate:g}/s: left out, {missing} has no ok trial with a histogram there")
+    notes = [f"Left out of the fleet's merge: {'; '.join(left)}."] if left else []
+    return (pd.concat(kept) if kept else empty), notes
 
 
 def _fewest_events_note(percentile: float) -> str:
@@ -262,8 +313,8 @@ def _fewest_events_note(percentile: float) -> str:
 
 def rate_configurations(fixed: Table) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
     """The configurations of the fixed-rate table, each as its naming columns and its rows by rate."""
-    keys = [c for c in fixed.data.columns if c in ("host", "layout", "members", "filesystem", "workload", "server",
-                                                    "variant", "bp_size", "threads")]
+    keys = [c for c in fixed.data.columns if c in ("host", "device_model", "hosts", "layout", "members", "filesystem",
+                                                    "workload", "server", "variant", "bp_size", "threads")]
     for key, block in fixed.data.groupby(keys, sort=True):
         yield dict(zip(keys, key if isinstance(key, tuple) else (key,))), block.sort_values("rate")
 
@@ -297,7 +348,10 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
         display[title] = [none if pd.isna(value) else str(value) for value in table[column]]
     display["sure (every trial)"] = [bracket_of(row).describe() for _, row in table.iterrows()]
     display["saturates at"] = ["–" if pd.isna(value) else str(value) for value in table["saturates_at_tps"]]
-    return Table("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it", table, display,
+    name, title = (("capacity_at_sla_fleet", f"Capacity at {label} of like hosts, every host's trials merged")
+                   if fixed.name == "fixed_rate_fleet" else
+                   ("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it"))
+    return Table(name, title, table, display,
                  ["From the rates run (listed in `rates`, or found by the capacity search, rates=auto): the "
                   "capacity lies between it and the first rate missed. "
                   f"Sure: at or above the highest rate every trial surely met, with every rate below it (rates of "
@@ -574,7 +628,8 @@ def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame, th: stats.Threshol
     None when the run has fewer than two servers, or no trial recorded its settings.
     """
     setting_columns = [c for c in trials.columns if c.startswith("setting.")]
-    ran = trials[trials["workload"] != "fileio"]
+    # The trials of `cells` alone: closed-loop ones (a fixed-rate trial's throughput is its offered rate).
+    ran = trials[(trials["workload"] != "fileio") & trials.index.isin(cells["trial"])]
     if ran.empty or not setting_columns or ran[setting_columns].isna().all().all():
         return None
     server = (ran["host"].astype(str) + " · " + ran["server_flavor"].fillna("?").astype(str) + " "
