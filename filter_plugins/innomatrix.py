@@ -88,16 +88,23 @@ def innomatrix_outcomes(the_plan: dict, run_dir: str) -> dict:
 
 def innomatrix_unfinished(gone: list) -> list[str]:
     """One line per host that left the play, from [host, its preflight_facts] pairs: the cells of
-    its plan without a finished trial in the controller's tree, or that it never got a plan."""
+    its plan without a finished trial in the controller's tree and its capacity searches with
+    steps left, or that it never got a plan."""
     lines = []
     for host, facts in gone:
         plan = facts.get("plan") if isinstance(facts, Mapping) else None
         if not plan:
             lines.append(f"{host} did not finish: it stopped before it had a plan")
             continue
-        failed = results.outcomes(plan, facts["setup"]["run_dir"])["failed"]
+        try:
+            failed = results.outcomes(plan, facts["setup"]["run_dir"])["failed"]
+            searches = search.unfinished(plan, facts["setup"]["run_dir"])
+        except tree.TreeError as exc:  # a damaged run: one line
+            raise AnsibleFilterError(str(exc)) from None
         lines.append(f"{host} did not finish: {len(failed)} cell(s) without a finished trial"
-                     + (f": {'; '.join(failed)}" if failed else ""))
+                     + (f": {'; '.join(failed)}" if failed else "")
+                     + (f"; {len(searches)} capacity search(es) with steps left: {'; '.join(searches)}"
+                        if searches else ""))
     return lines
 
 

@@ -233,6 +233,16 @@ def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, list[st
 PLAN_LIMIT = 64 << 20
 
 
+def unfinished(the_plan: dict[str, Any], run_dir: str | Path) -> list[str]:
+    """The capacity searches with steps left to run (a host gone in the middle of a run), each by
+    where it stands."""
+    if not (search := the_plan["spec"]["search"]):
+        return []
+    read = tree_reader(run_dir, results.finished(run_dir))
+    found = [step(searched, search, read) for searched in plan.searches(the_plan["cells"])]
+    return [one["line"] for one in found if one["open"]]
+
+
 def recorded_sla(run_dir: str | Path) -> tuple[tuple[float, float] | None, str]:
     """The SLA (percentile, ms) the run's capacity searches aimed at, from each host's plan.json
     (the latest plan a host ran), when every search in the run aimed at one; and a note when

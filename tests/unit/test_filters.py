@@ -319,6 +319,13 @@ def test_innomatrix_unfinished_names_each_gone_host_and_its_cells(tmp_path: Path
         "db2 did not finish: it stopped before it had a plan",
     ]
     assert filters.innomatrix_unfinished([]) == []
+    # A host searching for capacities: its searches not run to their end are named too.
+    searching = plan.expand({**KNOBS, "filesystems": "ext4", "variants": "A", "bp_sizes": "64M", "rates": "auto"},
+                            real_context(), {})
+    [line] = filters.innomatrix_unfinished([["db1", {"plan": searching, "setup": {"run_dir": str(tmp_path / "s")}}]])
+    assert line == ("db1 did not finish: 1 cell(s) without a finished trial: ext4/oltp/A/bp-64M/t4/r1: no trial.json "
+                    "was recorded; 1 capacity search(es) with steps left: db1/ext4/oltp/A/bp-64M/t4: "
+                    "no capacity search yet: its closed-loop trials are not all ok"), line
 
 
 def test_innomatrix_commit_outside_a_checkout(tmp_path: Path) -> None:
