@@ -212,8 +212,8 @@ def device_model(fields: Fields) -> str:
     if members is not None:
         if not isinstance(members, list):
             raise fields.fail(f"device.layout.members is {_show(members)}, not a list")
-        models = [fields.text(f"device.layout.members.{at}.model", "") for at in range(len(members))]
-        return " + ".join(sorted(models)) if models and all(model.strip() for model in models) else ""
+        models = [(fields.text(f"device.layout.members.{at}.model") or "").strip() for at in range(len(members))]
+        return " + ".join(sorted(models)) if models and all(models) else ""
     model = (fields.text("device.model") or "").strip()
     if model:
         return model

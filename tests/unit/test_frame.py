@@ -108,8 +108,8 @@ def test_a_device_named_by_a_stable_path_is_read_from_iostat_by_its_kernel_name(
     ({"path": "/dev/loop0", "model": "", "identity": "loop:/var/lib/innomatrix/demo-disk.img"}, "loop device"),
     ({"path": "/dev/vda", "model": "", "identity": "serial:im-m1"}, ""),  # a virtio disk: no model to be alike by
     ({"path": "/dev/loop0"}, ""),  # a trial.json from before models were recorded
-    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL B"}, {"model": "INTEL A"}]}}, "INTEL A + INTEL B"),
-    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL A"}, {"model": ""}]}}, ""),
+    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL B "}, {"model": "INTEL A"}]}}, "INTEL A + INTEL B"),
+    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL A"}, {"model": "  "}]}}, ""),
 ])
 def test_the_device_model_is_what_like_hosts_share(tmp_path, device, model):
     directory = write_trial(tmp_path / "run", Trial(tps=steady(5), files=("driver.log",)))
