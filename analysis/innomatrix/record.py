@@ -206,18 +206,30 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
 
 def device_model(fields: Fields) -> str:
     """What kind of device the trial ran on, as like hosts of a fleet share it: the kernel's model
-    (each member's, for a layout), "loop device" for a loop file; "" where the record cannot say (a
-    disk the kernel names no model of, a trial.json from before models were recorded)."""
-    members = fields.raw("device.layout.members")
+    (each member's, for a layout, as the kernel read it back), "loop device" for a loop file; ""
+    where the record cannot say (a disk the kernel names no model of, a member without one, a
+    trial.json from before models were recorded). Whitespace runs made one space, at most
+    MODEL_CHARS characters: a table cell, not a document."""
+    members = fields.raw("device.layout.read_back.members")
     if members is not None:
         if not isinstance(members, list):
-            raise fields.fail(f"device.layout.members is {_show(members)}, not a list")
-        models = [(fields.text(f"device.layout.members.{at}.model") or "").strip() for at in range(len(members))]
+            raise fields.fail(f"device.layout.read_back.members is {_show(members)}, not a list")
+        models = [_model_text(fields.text(f"device.layout.read_back.members.{at}.model")) for at in range(len(members))]
         return " + ".join(sorted(models)) if models and all(models) else ""
-    model = (fields.text("device.model") or "").strip()
+    if fields.raw("device.layout") is not None:
+        return ""  # a layout whose members were not read back: nothing to be alike by
+    model = _model_text(fields.text("device.model"))
     if model:
         return model
+    # Loop files are alike whatever disk holds them (that disk is not recorded): README says so.
     return "loop device" if (fields.text("device.identity") or "").startswith("loop:") else ""
+
+
+MODEL_CHARS = 80
+
+
+def _model_text(text: str | None) -> str:
+    return " ".join((text or "").split())[:MODEL_CHARS]
 
 
 def _driver_flags(fields: Fields) -> list[str]:

@@ -288,11 +288,21 @@ def test_a_fleet_merges_only_rates_every_like_host_ran_and_never_unlike_devices(
     fleet, _ = _fleet(one, two)
     # 200/s met by nvme1 alone is no fleet's: a capacity of 200 would claim nvme2 carries it too
     assert list(fleet.data["rate"]) == [50, 100]
-    assert any("at 200/s: left out, nvme2 has no ok trial" in note for note in fleet.notes)
-    assert tables.capacity_at_sla(fleet).data["capacity_tps"].tolist() == [100]
-    # a failed trial is no events: that host's rate is not in the merge either
-    failed = (two[0].assign(status=lambda f: f["status"].where(f["rate"] != 100, "failed")), two[1])
-    assert list(_fleet(one, failed)[0].data["rate"]) == [50]
+    assert any("200/s and every rate above it left out, nvme2 without an ok trial" in note for note in fleet.notes)
+    capacities = tables.capacity_at_sla(fleet)
+    assert capacities.data["capacity_tps"].tolist() == [100]
+    assert any("200/s and every rate above it left out" in note for note in capacities.notes)  # said beside it too
+    # a rate one host has no events at is a gap the capacity must not jump: nvme2 failed at 100/s,
+    # so 200/s, met by both, is no fleet's capacity either (nvme2's own stops at 50)
+    failed = _configuration("A", {50: 3.0, 100: 4.0, 200: 5.0}, host="nvme2")
+    failed = (failed[0].assign(status=lambda f: f["status"].where(f["rate"] != 100, "failed")), failed[1])
+    fleet, _ = _fleet(one, failed)
+    assert list(fleet.data["rate"]) == [50]
+    assert tables.capacity_at_sla(fleet).data["capacity_tps"].tolist() == [50]
+    # three hosts, one of which ran only the lowest rate: the fleet of three, at that rate only
+    three = _configuration("A", {50: 1.0}, host="nvme3")
+    fleet, _ = _fleet(one, _configuration("A", {50: 3.0, 100: 4.0, 200: 5.0}, host="nvme2"), three)
+    assert list(fleet.data["rate"]) == [50] and set(fleet.data["hosts"]) == {"nvme1, nvme2, nvme3"}
     # an unlike device is merged apart (each model its own hosts), and a host without a model never
     sata = _configuration("A", {50: 9.0, 100: 9.0}, host="sata1", model="INTEL SSDSC2KB480G8")
     unknown = _configuration("A", {50: 1.0, 100: 1.0}, host="old1", model="")
@@ -300,7 +310,19 @@ def test_a_fleet_merges_only_rates_every_like_host_ran_and_never_unlike_devices(
     assert set(fleet.data["hosts"]) == {"nvme1, nvme2"}
     notes = " ".join(fleet.notes)
     assert "old1 left out, no device model recorded" in notes and "unlike devices" in notes and "sata1" in notes
-    assert _fleet(sata, unknown)[0] is None
+    # nothing to merge, and why: a table of its notes alone, and no capacity from it
+    alone, _ = _fleet(sata, unknown)
+    assert alone.data.empty and "old1 left out, no device model recorded" in " ".join(alone.display.iloc[:, 0])
+    assert tables.capacity_at_sla(alone) is None
+    # a host whose trials name two models (a disk swapped between passes) is left out whole
+    swapped = _configuration("A", {50: 2.0, 100: 4.0}, host="nvme4")
+    swapped = (swapped[0].assign(device_model=lambda f: f["device_model"].where(f["repeat"] != 3, "")), swapped[1])
+    fleet, _ = _fleet(one, two, swapped)
+    assert set(fleet.data["hosts"]) == {"nvme1, nvme2"}
+    assert "nvme4 (none / SAMSUNG MZQL23T8HCLS) left out, its trials name more than one device model" in " ".join(fleet.notes)
+    # a model missing from a frame (NaN) is no model: said, never dropped unsaid
+    nan = (unknown[0].assign(device_model=None), unknown[1])
+    assert "old1 left out, no device model recorded" in " ".join(_fleet(one, two, nan)[0].notes)
     # the same server is part of alike: another server's host is another configuration
     other = _configuration("A", {50: 2.0, 100: 4.0}, host="nvme3", server="mysql 9.7.4")
     assert _fleet(one, other)[0] is None

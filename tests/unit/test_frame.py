@@ -108,8 +108,12 @@ def test_a_device_named_by_a_stable_path_is_read_from_iostat_by_its_kernel_name(
     ({"path": "/dev/loop0", "model": "", "identity": "loop:/var/lib/innomatrix/demo-disk.img"}, "loop device"),
     ({"path": "/dev/vda", "model": "", "identity": "serial:im-m1"}, ""),  # a virtio disk: no model to be alike by
     ({"path": "/dev/loop0"}, ""),  # a trial.json from before models were recorded
-    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL B "}, {"model": "INTEL A"}]}}, "INTEL A + INTEL B"),
-    ({"path": "/dev/md0", "layout": {"members": [{"model": "INTEL A"}, {"model": "  "}]}}, ""),
+    # a layout: its members as the layout module read them back from the kernel
+    ({"path": "/dev/md0", "layout": {"name": "md-raid0", "read_back": {"kind": "md", "members": [
+        {"name": "nvme1n1", "model": "INTEL  B "}, {"name": "nvme0n1", "model": "INTEL A"}]}}}, "INTEL A + INTEL B"),
+    ({"path": "/dev/md0", "layout": {"read_back": {"members": [{"model": "INTEL A"}, {"model": "  "}]}}}, ""),
+    ({"path": "/dev/md0", "layout": {"read_back": {}}}, ""),  # no members read back: nothing to be alike by
+    ({"path": "/dev/sda", "model": "X" * 5000 + "\nY"}, "X" * 80),  # a table cell, not a document
 ])
 def test_the_device_model_is_what_like_hosts_share(tmp_path, device, model):
     directory = write_trial(tmp_path / "run", Trial(tps=steady(5), files=("driver.log",)))
@@ -119,13 +123,14 @@ def test_the_device_model_is_what_like_hosts_share(tmp_path, device, model):
     assert frame.load(tmp_path / "run").trials.iloc[0]["device_model"] == model
 
 
-@pytest.mark.parametrize("members, said", [("md0", r"device\.layout\.members is 'md0', not a list"),
-                                           ([{"model": 7}], r"device\.layout\.members\.0\.model is 7, not text"),
-                                           (["md0"], r"device\.layout\.members\.0 is 'md0', not an object")])
+@pytest.mark.parametrize("members, said", [
+    ("md0", r"device\.layout\.read_back\.members is 'md0', not a list"),
+    ([{"model": 7}], r"device\.layout\.read_back\.members\.0\.model is 7, not text"),
+    (["md0"], r"device\.layout\.read_back\.members\.0 is 'md0', not an object")])
 def test_a_damaged_device_model_is_an_error_naming_trial_json(tmp_path, members, said):
     directory = write_trial(tmp_path / "run", Trial(tps=steady(5), files=("driver.log",)))
     record = json.loads((directory / "trial.json").read_text())
-    record["device"] = {"path": "/dev/md0", "layout": {"members": members}}
+    record["device"] = {"path": "/dev/md0", "layout": {"read_back": {"members": members}}}
     (directory / "trial.json").write_text(json.dumps(record))
     with pytest.raises(frame.FrameError, match=rf"^{directory}/trial\.json: {said}"):
         frame.load(tmp_path / "run")

@@ -135,6 +135,12 @@ def test_the_drift_is_of_closed_loop_trials_beside_fixed_rate_ones(tmp_path) -> 
     db1, db2 = "db1 · mariadb 10.11.19-MariaDB-0+deb12u1", "db2 · mariadb 10.11.19-MariaDB-0+deb12u1"
     closed = every_cell[every_cell["rate"] == 0].set_index("host")["throughput_median"]
     assert rows["median throughput (tps)"][db1] == fmt(closed["db1"]) and rows["innodb_io_capacity"][db2] == "200"
+    assert not [note for note in drift.notes if "fixed-rate trials alone" in note]
+    # a third host that ran fixed-rate trials alone is said, not dropped unsaid
+    _trial_with_settings(run, "db3", "innodb_io_capacity\t300\n", seed=3, rate=50)
+    loaded = frame.load(run, workers=1)
+    drift = tables.settings_drift(loaded.trials, tables.closed_loop(stats.cells(loaded)))
+    assert "Closed-loop trials only: db3 ran fixed-rate trials alone, not compared here." in drift.notes
 
 
 def test_no_drift_table_for_one_server(tmp_path) -> None:

@@ -203,7 +203,11 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     table = cells[cells["rate"] > 0] if "rate" in cells else cells.iloc[0:0]
     fleet_notes: list[str] = []
     if fleet:
-        table, fleet_notes = fleet_cells(table, histograms)
+        table, left = fleet_cells(table, histograms)
+        if table.empty and left:  # nothing merged, and why: said all the same
+            return Table("fixed_rate_fleet", "Fixed-rate trials of like hosts: none merged", pd.DataFrame(),
+                         pd.DataFrame({"left out of the fleet's merge": left}))
+        fleet_notes = [f"{FLEET_NOTE} {'; '.join(left)}."] if left else []
     if table.empty:
         return None
     # The server names the floor a verdict between runs is judged by (a host runs one in a run).
@@ -262,45 +266,58 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
 
 
 def fleet_cells(fixed: pd.DataFrame, histograms: dict[str, list[tuple[float, int]]]) -> tuple[pd.DataFrame, list[str]]:
-    """The fixed-rate cells a fleet's merge may take, with a `hosts` column, and what it left out.
+    """The fixed-rate cells a fleet's merge may take, with a `hosts` column, and what it left out
+    (a line each).
 
     Hosts are alike when their trials name one device model and one server (a host whose device the
-    record cannot name is never alike). Of a configuration two or more like hosts ran, a rate is kept
-    only where every one of them has an ok trial with a histogram: a merge at one rate of some hosts
-    and at the next of others would draw a capacity no one fleet has."""
+    record cannot name, or whose trials name two, is never alike). Of a configuration two or more
+    like hosts ran, the rates merged are those every one of them has an ok trial with a histogram
+    at, up to the first rate one of them lacks: a merge at one rate of some hosts and at the next of
+    others draws a capacity no one fleet has, and a capacity read over a rate left out would jump it."""
     empty = fixed.iloc[0:0].assign(hosts=pd.Series(dtype=object))
     if fixed.empty or "device_model" not in fixed or fixed["host"].nunique() < 2:
         return empty, []
     configuration = [*storage_keys(fixed), "filesystem", "workload", *(["server"] if "server" in fixed else []),
                      "variant", "bp_size", "threads"]
-    fixed = fixed.reset_index(drop=True)
+    fixed = fixed.reset_index(drop=True).assign(device_model=lambda f: f["device_model"].fillna("").astype(str))
     kept, left = [], []
     usable = (fixed["status"] == "ok") & fixed["trial"].isin(list(histograms))
     for key, ran in fixed.groupby(configuration, sort=True):
         if ran["host"].nunique() < 2:
             continue
-        named = " ".join(str(part) for part in (key if isinstance(key, tuple) else (key,)))
-        unnamed = sorted(map(str, ran.loc[ran["device_model"] == "", "host"].unique()))
+        named = ", ".join(f"{column}={part}" for column, part in zip(configuration, key if isinstance(key, tuple) else (key,)))
+        models = ran.groupby("host", sort=True)["device_model"].unique()
+        unnamed = [str(host) for host, names in models.items() if len(names) == 1 and names[0] == ""]
+        mixed = [f"{host} ({' / '.join(name or 'none' for name in sorted(names))})"
+                 for host, names in models.items() if len(names) > 1]
         if unnamed:
             left.append(f"{named}: {', '.join(unnamed)} left out, no device model recorded")
-        models = ran[ran["device_model"] != ""].groupby("device_model", sort=True)
-        if models.ngroups > 1:
-            each = "; ".join(f"{model}: {', '.join(sorted(map(str, alike['host'].unique())))}" for model, alike in models)
+        if mixed:
+            left.append(f"{named}: {', '.join(mixed)} left out, its trials name more than one device model")
+        alike_hosts = {host: names[0] for host, names in models.items() if len(names) == 1 and names[0] != ""}
+        by_model: dict[str, list[str]] = {}
+        for host, model in alike_hosts.items():
+            by_model.setdefault(model, []).append(str(host))
+        if len(by_model) > 1:
+            each = "; ".join(f"{model}: {', '.join(hosts)}" for model, hosts in sorted(by_model.items()))
             left.append(f"{named}: unlike devices ({each}), each model's hosts merged apart (`compare --by host` "
                         "divides them)")
-        for _, alike in models:
-            hosts = sorted(map(str, alike["host"].unique()))
+        for model, hosts in sorted(by_model.items()):
             if len(hosts) < 2:
                 continue
+            alike = ran[ran["host"].astype(str).isin(hosts)]
             for rate, at in alike.groupby("rate", sort=True):
                 with_events = set(map(str, at.loc[usable.loc[at.index], "host"]))
-                if with_events == set(hosts):
-                    kept.append(at.assign(hosts=", ".join(hosts)))
-                else:
+                if with_events != set(hosts):
                     missing = ", ".join(h for h in hosts if h not in with_events)
-                    left.append(f"{named} at {rate:g}/s: left out, {missing} has no ok trial with a histogram there")
-    notes = [f"Left out of the fleet's merge: {'; '.join(left)}."] if left else []
-    return (pd.concat(kept) if kept else empty), notes
+                    left.append(f"{named}, {model}: {rate:g}/s and every rate above it left out, {missing} without an "
+                                f"ok trial with a histogram at {rate:g}/s")
+                    break
+                kept.append(at.assign(hosts=", ".join(hosts)))
+    return (pd.concat(kept) if kept else empty), left
+
+
+FLEET_NOTE = "Left out of the fleet's merge:"
 
 
 def _fewest_events_note(percentile: float) -> str:
@@ -324,7 +341,7 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
     (the capacity, as far as the rates run can tell it), the bracket its trials make sure of
     (capacity.bracket), and the lowest rate at which a trial saturated. A rate that saturated never
     counts as met. None without fixed-rate cells."""
-    if fixed is None:
+    if fixed is None or fixed.data.empty:
         return None
     rows = []
     for labels, block in rate_configurations(fixed):
@@ -352,6 +369,7 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
                    if fixed.name == "fixed_rate_fleet" else
                    ("capacity_at_sla", f"Capacity at {label}: the highest rate run that meets it"))
     return Table(name, title, table, display,
+                 [note for note in fixed.notes if note.startswith(FLEET_NOTE)] +
                  ["From the rates run (listed in `rates`, or found by the capacity search, rates=auto): the "
                   "capacity lies between it and the first rate missed. "
                   f"Sure: at or above the highest rate every trial surely met, with every rate below it (rates of "
@@ -629,7 +647,8 @@ def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame, th: stats.Threshol
     """
     setting_columns = [c for c in trials.columns if c.startswith("setting.")]
     # The trials of `cells` alone: closed-loop ones (a fixed-rate trial's throughput is its offered rate).
-    ran = trials[(trials["workload"] != "fileio") & trials.index.isin(cells["trial"])]
+    every = trials[trials["workload"] != "fileio"]
+    ran = every[every.index.isin(cells["trial"])]
     if ran.empty or not setting_columns or ran[setting_columns].isna().all().all():
         return None
     server = (ran["host"].astype(str) + " · " + ran["server_flavor"].fillna("?").astype(str) + " "
@@ -657,11 +676,14 @@ def settings_drift(trials: pd.DataFrame, cells: pd.DataFrame, th: stats.Threshol
             if len(set(values.values())) > 1:
                 rows.append({"variant": variant, "setting": column.removeprefix("setting."), **values})
     data = pd.DataFrame(rows, columns=["variant", "setting", *servers]).fillna("–")
+    rate_only = sorted(set(every["host"].astype(str)) - set(ran["host"].astype(str)))
     return Table("settings_drift", "Settings that differ between servers, per variant (as the servers ran them)",
                  data, data.copy(), ["Values read from each trial's server at its start (variables.txt); "
                                      "a setting no variant sets takes each server's own default. The ratio to the "
                                      "first server is per matching configuration (filesystem, buffer pool, "
-                                     "threads), with its 95 % interval and verdict as in the host-vs-host table."])
+                                     "threads), with its 95 % interval and verdict as in the host-vs-host table."]
+                 + ([f"Closed-loop trials only: {', '.join(rate_only)} ran fixed-rate trials alone, not compared "
+                     "here."] if rate_only else []))
 
 
 def ratio_text(ratio: float, low: float, high: float, verdict: str) -> str:
