@@ -144,7 +144,7 @@ def test_variants_a_to_d_run_on_mysql_9_7(mysql_run):
     [(async_bytes, sync_bytes)] = points
     assert 0 < async_bytes < sync_bytes < 96 << 20, points
     # #33's known answer, the large side: with this capacity the age never nears the async point
-    # (test_a_redo_far_too_small_reaches_the_flush_points: 8M, the same cell, reaches it).
+    # (test_a_redo_far_too_small_reaches_the_flush_points: 8M, variant A from 8 threads, nears it).
     assert (ages * 2**20 < async_bytes / 2).all(), (ages.to_dict(), async_bytes)
     session = json.loads((run_dir / HOST / "host.json").read_text())["sessions"][-1]
     assert session["server"]["source"] == "already installed"

@@ -205,8 +205,8 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     if fleet:
         table, left = fleet_cells(table, histograms)
         if table.empty and left:  # nothing merged, and why: said all the same
-            return Table("fixed_rate_fleet", "Fixed-rate trials of like hosts: none merged", pd.DataFrame(),
-                         pd.DataFrame({"left out of the fleet's merge": left}))
+            why = pd.DataFrame({"left out of the fleet's merge": left})
+            return Table("fixed_rate_fleet", "Fixed-rate trials of like hosts: none merged", why, why)
         fleet_notes = [f"{FLEET_NOTE} {'; '.join(left)}."] if left else []
     if table.empty:
         return None
@@ -341,7 +341,7 @@ def capacity_at_sla(fixed: Table | None, th: stats.Thresholds = stats.DEFAULTS) 
     (the capacity, as far as the rates run can tell it), the bracket its trials make sure of
     (capacity.bracket), and the lowest rate at which a trial saturated. A rate that saturated never
     counts as met. None without fixed-rate cells."""
-    if fixed is None or fixed.data.empty:
+    if fixed is None or "rate" not in fixed.data:  # none, or a fleet's "none merged" and why
         return None
     rows = []
     for labels, block in rate_configurations(fixed):
