@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -40,25 +41,42 @@ def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, Any]:
     for cell in the_plan["cells"]:
         path = run / cell["path"] / layout.TRIAL_FILE
         trial = _read_trial(path) if path.exists() else {"status": "missing", "reasons": ["no trial.json was recorded"]}
-        trial.setdefault("status", "unreadable")
-        summary = trial.get("summary") or {}
-        throughput = _figure(summary.get("throughput_median"), summary.get("throughput_unit") or "")
+        if not isinstance(trial.get("status"), str):  # what the host wrote, or a damaged record: said, never raised
+            trial["status"] = "unreadable"
+        summary = _object(trial.get("summary"))
+        unit = summary.get("throughput_unit")
+        throughput = _figure(summary.get("throughput_median"), unit if isinstance(unit, str) else "")
         latency = _figure(summary.get("latency_p95_ms_median"), "ms p95")
         line = f"{cell['id']:<40} {throughput:>14} {latency:>14}  {trial['status']}"
         recorded = trial.get("flags")
         if isinstance(recorded, list) and all(isinstance(found, dict) and isinstance(found.get("label"), str) for found in recorded):
             line += f", {flags.labels(recorded)}" if recorded else ""
-        decided = (trial.get("durations") or {}).get("adaptive")
-        if isinstance(decided, dict) and decided.get("end_s") is not None:
-            line += (f"  warmup {decided['measure_start_s']:g} s ({decided['warmup_decided_by']}), measured "
-                     f"{decided['end_s'] - decided['measure_start_s']:g} s ({decided['ended_by']})")
+        decided = _object(_object(trial.get("durations")).get("adaptive"))
+        if all(_number(decided.get(name)) for name in ("end_s", "measure_start_s")):
+            line += (f"  warmup {decided['measure_start_s']:g} s ({decided.get('warmup_decided_by', '?')}), measured "
+                     f"{decided['end_s'] - decided['measure_start_s']:g} s ({decided.get('ended_by', '?')})")
         if trial["status"] != "ok":
-            reason = "; ".join(trial.get("reasons") or []) or "no reason recorded"
+            reasons = trial.get("reasons")
+            reason = "; ".join(str(r) for r in reasons) if isinstance(reasons, list) and reasons else "no reason recorded"
             line += f" ({reason})"
             failed.append(f"{cell['id']}: {reason}")
         lines.append(line)
     return {"lines": lines, "failed": failed}
 
 
-def _figure(value: float | None, unit: str) -> str:
-    return "-" if value is None else f"{value:.1f} {unit}"
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> bool:
+    """A plain finite number (a 400-digit one is not: it has no float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _figure(value: Any, unit: str) -> str:
+    return f"{value:.1f} {unit}" if _number(value) else "-"

@@ -147,6 +147,21 @@ def test_outcomes_of_an_unreadable_trial_json_says_so(tmp_path: Path) -> None:
     assert out["lines"][0].endswith("  unreadable (trial.json cannot be read as JSON)")
 
 
+@pytest.mark.parametrize("damaged", [
+    {"status": "ok", "summary": "x"},
+    {"status": "ok", "summary": {"throughput_median": 10 ** 400, "throughput_unit": 7}},
+    {"status": 3, "reasons": "not a list"},
+    {"status": "ok", "durations": {"adaptive": {"end_s": "late", "measure_start_s": 2}}},
+    {"status": "ok", "durations": {"adaptive": {"end_s": 20, "measure_start_s": 2}}},  # its deciders unsaid
+    {"status": "ok", "durations": []},
+])
+def test_outcomes_of_a_damaged_trial_json_is_a_line_never_a_traceback(tmp_path: Path, damaged: dict) -> None:
+    the_plan = plan.expand({**KNOBS, "variants": "A", "threads": 4}, CTX, {})
+    write_trial(tmp_path, the_plan["cells"][0]["path"], None, raw=json.dumps(damaged))
+    [line] = results.outcomes(the_plan, tmp_path)["lines"]
+    assert line.startswith("ext4/oltp/A/bp-64M/t4/r1 ") and ("ok" in line or "unreadable (no reason recorded)" in line)
+
+
 def test_outcomes_of_a_cell_without_trial_json_is_missing(tmp_path: Path) -> None:
     the_plan = plan.expand({**KNOBS, "variants": "A", "threads": 4}, CTX, {})
     out = results.outcomes(the_plan, tmp_path)
