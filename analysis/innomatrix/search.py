@@ -221,10 +221,7 @@ class _Everything:
 
 def outcomes(the_plan: dict[str, Any], run_dir: str | Path) -> dict[str, list[str]]:
     """Where each configuration's search ended, a line each, and the steps that failed."""
-    if not (search := the_plan["spec"]["search"]):
-        return {"lines": [], "failed": []}
-    read = tree_reader(run_dir, results.finished(run_dir))
-    found = [step(searched, search, read, _Everything()) for searched in plan.searches(the_plan["cells"])]
+    found = _replayed(the_plan, run_dir, _Everything())
     return {"lines": [f"capacity search {one['line']}" for one in found],
             "failed": [one["failed"] for one in found if one.get("failed")]}
 
@@ -236,11 +233,15 @@ PLAN_LIMIT = 64 << 20
 def unfinished(the_plan: dict[str, Any], run_dir: str | Path) -> list[str]:
     """The capacity searches with steps left to run (a host gone in the middle of a run), each by
     where it stands."""
+    return [one["line"] for one in _replayed(the_plan, run_dir) if one["open"]]
+
+
+def _replayed(the_plan: dict[str, Any], run_dir: str | Path, tried: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Every capacity search of the plan as far as the run's tree takes it (step); none without a search."""
     if not (search := the_plan["spec"]["search"]):
         return []
     read = tree_reader(run_dir, results.finished(run_dir))
-    found = [step(searched, search, read) for searched in plan.searches(the_plan["cells"])]
-    return [one["line"] for one in found if one["open"]]
+    return [step(searched, search, read, tried) for searched in plan.searches(the_plan["cells"])]
 
 
 def recorded_sla(run_dir: str | Path) -> tuple[tuple[float, float] | None, str]:

@@ -199,7 +199,7 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
     from the merged latency histograms of its ok trials (sysbench.merge_histograms: all their
     measured events, never an average of percentiles); a saturated trial is marked and counted.
     `fleet`: each configuration like hosts ran (fleet_cells), every host's trials merged as one, at
-    the rates every one of them ran. None without such cells."""
+    the rates every one of them ran, up to the first one a host lacks. None without such cells."""
     table = cells[cells["rate"] > 0] if "rate" in cells else cells.iloc[0:0]
     fleet_notes: list[str] = []
     if fleet:
@@ -210,10 +210,8 @@ def fixed_rate(cells: pd.DataFrame, histograms: dict[str, list[tuple[float, int]
         fleet_notes = [f"{FLEET_NOTE} {'; '.join(left)}."] if left else []
     if table.empty:
         return None
-    # The server names the floor a verdict between runs is judged by (a host runs one in a run).
-    server = ["server"] if "server" in table else []
     hosts = ["device_model", "hosts"] if fleet else ["host"]
-    groups = [*hosts, *storage_keys(table), "filesystem", "workload", *server, "variant", "bp_size", "threads", "rate"]
+    groups = [*hosts, *_rate_configuration(table), "rate"]
     rows = []
     for key, group in table.groupby(groups, sort=True):
         ok = group[group["status"] == "ok"]
@@ -277,8 +275,7 @@ def fleet_cells(fixed: pd.DataFrame, histograms: dict[str, list[tuple[float, int
     empty = fixed.iloc[0:0].assign(hosts=pd.Series(dtype=object))
     if fixed.empty or "device_model" not in fixed or fixed["host"].nunique() < 2:
         return empty, []
-    configuration = [*storage_keys(fixed), "filesystem", "workload", *(["server"] if "server" in fixed else []),
-                     "variant", "bp_size", "threads"]
+    configuration = _rate_configuration(fixed)
     fixed = fixed.reset_index(drop=True).assign(device_model=lambda f: f["device_model"].fillna("").astype(str))
     kept, left = [], []
     usable = (fixed["status"] == "ok") & fixed["trial"].isin(list(histograms))
@@ -318,6 +315,13 @@ def fleet_cells(fixed: pd.DataFrame, histograms: dict[str, list[tuple[float, int
 
 
 FLEET_NOTE = "Left out of the fleet's merge:"
+
+
+def _rate_configuration(cells: pd.DataFrame) -> list[str]:
+    """What names a fixed-rate configuration, the host and the rate aside. The server names the
+    floor a verdict between runs is judged by (a host runs one in a run)."""
+    return [*storage_keys(cells), "filesystem", "workload", *(["server"] if "server" in cells else []),
+            "variant", "bp_size", "threads"]
 
 
 def _fewest_events_note(percentile: float) -> str:
