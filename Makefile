@@ -9,10 +9,17 @@ PLAYBOOK := $(BIN)/ansible-playbook
 
 .PHONY: demo test lint unit e2e bench venv root clean
 
-$(STAMP)/os: | $(STAMP)
+# The venv builds mysqlclient, the driver the host code talks to the server through (localhost
+# runs the modules with the venv's Python): PyPI has no Linux wheel of it, so a compiler, pkg-config
+# and the MariaDB client library's headers.
+BUILD_PACKAGES := gcc pkg-config libmariadb-dev python3-dev
+$(STAMP)/os: Makefile | $(STAMP)
 	@command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null || { \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv; }
 	@command -v git >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git
+	[ "$$(dpkg-query -W -f='$${db:Status-Status}\n' $(BUILD_PACKAGES) 2>/dev/null | grep -cx installed)" = \
+	  "$(words $(BUILD_PACKAGES))" ] || { apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BUILD_PACKAGES); }
 	touch $@
 
 # Every Debian package a test uses, installed before pytest collects anything: the report test

@@ -2,10 +2,10 @@
 
 Starts a throwaway server of the kind given (its own datadir, socket and no network, under a
 temporary directory), then takes SAMPLES samples back to back with the suite's own sampler
-(innomatrix_host.runtime.StatusSampler.sample: one client session, SHOW GLOBAL STATUS, parsed),
-and prints the CPU each sample took in the sampler's thread (thread_time), in the client process
-(/proc utime + stime) and in the server (its /proc times, less those of an idle stretch as long),
-and what that is at one sample a second, in % of one core.
+(innomatrix_host.runtime.StatusSampler.sample: one connection through mysqlclient, SHOW GLOBAL STATUS,
+its rows read), and prints the CPU each sample took in the sampler's thread (thread_time: the driver
+and its client library work there: no client process is left) and in the server (its /proc times,
+less those of an idle stretch as long), and what that is at one sample a second, in % of one core.
 
     python3 bench/sampler_cpu.py mariadb     # MariaDB of this machine (Debian 12: 10.11)
     python3 bench/sampler_cpu.py mysql       # in the trixie-mysql image (MySQL 9.7), e.g.
@@ -58,8 +58,8 @@ def measure(kind: str, base: Path) -> None:
     server.start()
     try:
         sampler = StatusSampler(server, base / "status.log", 1)
-        sampler.sample()  # the session opens: its fork, exec and login are once a trial
-        client_pid, server_pid = sampler.session.proc.pid, server.proc.pid
+        sampler.sample()  # the connection opens: its login is once a trial
+        server_pid = server.proc.pid
         idle_from = cpu_s(server_pid)
         time.sleep(2.0)
         idle_per_s = (cpu_s(server_pid) - idle_from) / 2.0
@@ -70,17 +70,17 @@ def measure(kind: str, base: Path) -> None:
             for _ in range(SAMPLES):
                 sampler.sample()
             thread["s"] = time.thread_time() - start
-        client_from, server_from, wall = cpu_s(client_pid), cpu_s(server_pid), time.monotonic()
+        server_from, wall = cpu_s(server_pid), time.monotonic()
         worker = threading.Thread(target=run)
         worker.start()
         worker.join()
         wall = time.monotonic() - wall
-        client_s, server_s = cpu_s(client_pid) - client_from, cpu_s(server_pid) - server_from - idle_per_s * wall
-        version = server.client("SELECT VERSION()").strip()
+        server_s = cpu_s(server_pid) - server_from - idle_per_s * wall
+        version = server.query("SELECT VERSION()")[0][0]
         sampler.session.close()
     finally:
         server.stop()
-    per = {"sampler thread": thread["s"], "client": client_s, "server (less idle)": server_s}
+    per = {"sampler thread": thread["s"], "server (less idle)": server_s}
     print(f"{kind} {version}: {SAMPLES} samples of SHOW GLOBAL STATUS in {wall:.2f} s")
     for what, seconds in per.items():
         ms = 1000 * seconds / SAMPLES

@@ -65,7 +65,7 @@ def private_server(base: Path) -> Iterator[object]:
 
 def measure(server, bin_dir: Path, warehouses: int, jobs_values: list[int], rounds: int, logs: Path) -> list[dict]:
     """One load per jobs value per round, interleaved; a line printed as each ends."""
-    client = functools.partial(server.client, timeout=LOAD_TIMEOUT_S)
+    client = functools.partial(server.script, timeout=LOAD_TIMEOUT_S)
     conn = tool.Connection(socket=server.socket, user="root")
     records = []
     print(f"{'round':>5}{'jobs':>5}{'load_s':>9}{'loaders_s':>11}{'index_s':>9}{'wh/min':>8}{'loadavg':>9}")
@@ -115,7 +115,7 @@ def main() -> None:
         print(f"tpcc-mysql {built['commit'] or 'source ' + built['source_sha256'][:12]}, "
               f"built in {time.monotonic() - started:.0f} s")
         with private_server(base) as server:
-            version = server.client("SELECT VERSION();").strip()
+            version = server.query("SELECT VERSION()")[0][0]
             print(f"MariaDB {version}, {OPTIONS.splitlines()[1]}, otherwise defaults; {args.warehouses} warehouses, "
                   f"{os.cpu_count()} CPUs, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
             records = measure(server, Path(built["bin_dir"]), args.warehouses, jobs_values, args.rounds, base / "logs")

@@ -13,7 +13,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -103,15 +102,21 @@ class Server:
         self.commands, self.cnf, self.socket, self.log = commands, cnf, socket, log
         self.proc: subprocess.Popen | None = None
 
-    def client_argv(self, unbuffered: bool = False) -> list[str]:
-        """The client as root over the socket, batch mode, no column names; the SQL goes through
-        stdin, so `ps` never shows it. `unbuffered` answers each statement as it completes."""
-        argv = [self.commands["client"], f"--socket={self.socket}", "--user=root", "-N", "-B"]
-        return argv + ["--unbuffered"] if unbuffered else argv
+    def session(self, timeout: float = 120) -> "Session":
+        """A connection as root over the socket, opened on its first statement."""
+        return Session(self.socket, timeout)
 
-    def client(self, sql: str, timeout: float = 120) -> str:
-        """Run SQL as root over the socket, one client for it."""
-        return run(self.client_argv(), timeout=timeout, input=sql).stdout
+    def query(self, sql: str, args: tuple = (), timeout: float = 120) -> list[tuple]:
+        """The rows of one statement, on a connection of its own."""
+        with self.session(timeout) as session:
+            return session.rows(sql, args)
+
+    def script(self, sql: str, timeout: float = 120) -> str:
+        """A SQL script (several statements, as a file holds them) through the command-line client
+        as root over the socket, in batch mode; its output as the client prints it. The script goes
+        through stdin, so `ps` never shows it."""
+        argv = [self.commands["client"], f"--socket={self.socket}", "--user=root", "-N", "-B"]
+        return run(argv, timeout=timeout, input=sql).stdout
 
     # The checkpoint ages at which InnoDB starts flushing ahead of the checkpoint (async) and makes
     # writers wait for it (sync), as the server computed them for its redo capacity: INNODB_METRICS
@@ -119,23 +124,24 @@ class Server:
     # The two counters are off by default; on, they are read from the log's state when queried and
     # cost the server nothing in between. Read once a trial: they change only with the capacity.
     FLUSH_POINTS_SQL = (
-        "SET GLOBAL innodb_monitor_enable = 'log_max_modified_age_%';\n"
-        "SELECT NAME, COUNT FROM information_schema.INNODB_METRICS WHERE NAME LIKE 'log\\_max\\_modified\\_age\\_%';\n"
-        "SHOW GLOBAL STATUS LIKE 'Innodb\\_checkpoint\\_max\\_age';\n"
+        "SET GLOBAL innodb_monitor_enable = 'log_max_modified_age_%'",
+        "SELECT NAME, COUNT FROM information_schema.INNODB_METRICS WHERE NAME LIKE 'log\\_max\\_modified\\_age\\_%'",
+        "SHOW GLOBAL STATUS LIKE 'Innodb\\_checkpoint\\_max\\_age'",
     )
 
     def flush_points(self) -> str:
         """`name TAB bytes` lines (innomatrix_host.flush_points reads them)."""
-        return self.client(self.FLUSH_POINTS_SQL)
+        with self.session() as session:
+            return batch_text([row for sql in self.FLUSH_POINTS_SQL for row in session.rows(sql)])
 
     def grant_bench_user(self, credentials: dict) -> None:
-        """The driver's account: its password set on every start, so a new secret never locks it out."""
-        user, password = f"'{credentials['user']}'@'localhost'", credentials["password"].replace("'", "''")
-        self.client(
-            f"CREATE USER IF NOT EXISTS {user} IDENTIFIED BY '{password}';\n"
-            f"ALTER USER {user} IDENTIFIED BY '{password}';\n"
-            f"GRANT ALL ON sbtest.* TO {user};\n"
-        )
+        """The driver's account: its password set on every start, so a new secret never locks it out.
+        The driver quotes the name and the password: any character is taken as itself."""
+        user, password = credentials["user"], credentials["password"]
+        with self.session() as session:
+            session.rows("CREATE USER IF NOT EXISTS %s@'localhost' IDENTIFIED BY %s", (user, password))
+            session.rows("ALTER USER %s@'localhost' IDENTIFIED BY %s", (user, password))
+            session.rows("GRANT ALL ON sbtest.* TO %s@'localhost'", (user,))
 
     def initialize(self) -> None:
         run([part.replace("{cnf}", str(self.cnf)) for part in self.commands["install_db"]], timeout=600)
@@ -183,70 +189,79 @@ class Server:
         return True
 
 
-class ClientSession:
-    """One client connection kept open for many statements, each answer read up to a sentinel.
+def batch_text(rows: list[tuple]) -> str:
+    """Rows as the command-line client prints them in batch mode: a line a row, a tab between
+    columns, NULL for none, and backslash, tab, newline and NUL escaped so that a row stays one
+    line. variables.txt and flush_points.txt keep this form, so trees written before the driver
+    read alike."""
+    def cell(value: object) -> str:
+        if value is None:
+            return "NULL"
+        text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+        return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\0", "\\0")
+    return "".join("\t".join(cell(value) for value in row) + "\n" for row in rows)
 
-    The status sampler asks every second; a client started per sample (fork, exec, connect,
-    authenticate) costs about ten times the CPU of the statement itself, taken from the host it
-    measures. An answer that does not come within `timeout` ends the session; the next statement
-    opens a new one.
+
+def _driver():
+    """mysqlclient, imported where the server is talked to: a host without a server (raw device
+    I/O) needs no driver."""
+    try:
+        import MySQLdb
+    except ImportError:
+        raise TrialError("the MySQL driver mysqlclient is not installed for this host's Python (Debian: "
+                         "python3-mysqldb; the mysql_server role installs it)") from None
+    return MySQLdb
+
+
+class Session:
+    """One connection to the server through mysqlclient (MySQLdb, on the C client library): typed
+    rows, the server's own error codes, and `timeout` on connecting, reading and writing.
+
+    Opened on the first statement and kept, so the status sampler pays for a connection once a
+    trial, not once a second; any error closes it and the next statement connects again.
+    Autocommit is on: a sampler inside an open transaction would hold a read view for the whole
+    trial and grow the history list it measures.
     """
 
-    SENTINEL = "#innomatrix-end"
+    def __init__(self, socket: str, timeout: float):
+        self.socket, self.timeout = socket, timeout
+        self.connection = None
 
-    def __init__(self, argv: list[str]):
-        self.argv = argv
-        self.proc: subprocess.Popen | None = None
-        self.pending = b""
-
-    def ask(self, sql: str, timeout: float) -> list[str]:
-        """The lines `sql` printed (batch mode, no column names)."""
-        if self.proc is None or self.proc.poll() is not None:
-            self.close()
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, start_new_session=True)
-            os.set_blocking(self.proc.stdout.fileno(), False)
-            self.pending = b""
+    def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """The rows `sql` returned (none for a statement that returns none); the driver quotes `args`
+        into the `%s` in `sql`."""
+        driver = _driver()
+        seconds = max(1, round(self.timeout))
         try:
-            self.proc.stdin.write(f"{sql};\nSELECT '{self.SENTINEL}';\n".encode())
-            self.proc.stdin.flush()
-            return self._answer(time.monotonic() + timeout)
-        except (OSError, TrialError) as exc:
-            reason = exc if isinstance(exc, TrialError) else TrialError(f"{self.argv[0]}: {exc}")
+            if self.connection is None:
+                self.connection = driver.connect(unix_socket=self.socket, user="root", charset="utf8mb4",
+                                                 autocommit=True, connect_timeout=seconds,
+                                                 read_timeout=seconds, write_timeout=seconds)
+            with self.connection.cursor() as cursor:
+                cursor.execute(sql, args or None)
+                return list(cursor.fetchall())
+        except driver.Error as exc:
             self.close()
-            raise reason from None
-
-    def _answer(self, deadline: float) -> list[str]:
-        lines: list[str] = []
-        stream = self.proc.stdout.fileno()
-        while True:
-            while b"\n" in self.pending:
-                line, _, self.pending = self.pending.partition(b"\n")
-                text = line.decode(errors="replace")
-                if text == self.SENTINEL:
-                    return lines
-                lines.append(text)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TrialError(f"{self.argv[0]} gave no answer within the sampling timeout")
-            ready, _, _ = select.select([stream], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(stream, 65536)
-            if not chunk:
-                problem = self.proc.stderr.read().decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-                raise TrialError(f"{self.argv[0]} ended: {problem[0]}")
-            self.pending += chunk
+            raise TrialError(f"server on {self.socket}: {describe_error(exc)}") from None
 
     def close(self) -> None:
-        if self.proc is not None:
-            with contextlib.suppress(OSError):
-                self.proc.stdin.close()
-            end(self.proc, grace=2.0)
-            for stream in (self.proc.stdout, self.proc.stderr):
-                with contextlib.suppress(OSError):
-                    stream.close()
-        self.proc = None
+        if self.connection is not None:
+            with contextlib.suppress(Exception):
+                self.connection.close()
+        self.connection = None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def describe_error(exc: Exception) -> str:
+    """The driver's (code, message) as one line: `error 2013: Lost connection to server …`."""
+    if len(exc.args) == 2 and isinstance(exc.args[0], int):
+        return f"error {exc.args[0]}: {' '.join(str(exc.args[1]).split())}"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 class StatusSampler(threading.Thread):
@@ -254,23 +269,23 @@ class StatusSampler(threading.Thread):
 
     mysqladmin -r -i prints every variable as a table at every interval with no time stamp
     (about 65 KB/s): deltas with the wall-clock time are a hundredth of that and align with
-    the driver's intervals. The first sample is written whole, as `absolute` rows. One client
-    session asks every time (ClientSession: a client per sample would cost the host more).
+    the driver's intervals. The first sample is written whole, as `absolute` rows. One
+    connection asks every time (Session: a client per sample would cost the host more).
     """
 
     def __init__(self, server: "Server", path: Path, interval: int):
         super().__init__(daemon=True)
         self.server, self.path, self.interval = server, path, interval
         self.halt = threading.Event()
-        self.session = ClientSession(server.client_argv(unbuffered=True))
+        self.session = server.session(timeout=max(5, 3 * interval))
 
     def sample(self) -> dict[str, int]:
         """The integer counters and gauges; text and fractional values are not deltas."""
         values = {}
-        for line in self.session.ask("SHOW GLOBAL STATUS", timeout=max(5, 3 * self.interval)):
-            name, _, value = line.partition("\t")
-            if value.isdigit():
-                values[name] = int(value)
+        for name, value in self.session.rows("SHOW GLOBAL STATUS"):
+            text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+            if text.isdigit():
+                values[str(name)] = int(text)
         return values
 
     def run(self) -> None:

@@ -76,7 +76,7 @@ def fill_oltp(p: dict, server: Server, log_dir: Path) -> dict:
     driver_config = Path(instance["socket"] + ".sysbench")
     write_driver_config(driver_config, instance["socket"], credentials)
     argv = sysbench_argv(p["oltp"], driver_config, loaders, ["prepare"])
-    server.client("CREATE DATABASE IF NOT EXISTS sbtest")
+    server.query("CREATE DATABASE IF NOT EXISTS sbtest")
     server.grant_bench_user(credentials)
     with open(log_dir / "load.log", "w") as log:
         code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
@@ -96,8 +96,8 @@ def check_rows(server: Server, oltp: dict) -> None:
     """Every table holds table_size rows (a loader that died part-way leaves fewer)."""
     tables = [f"sbtest.sbtest{n}" for n in range(1, oltp["tables"] + 1)]
     sql = " UNION ALL ".join(f"SELECT '{table}', COUNT(*) FROM {table}" for table in tables)
-    counts = dict(line.partition("\t")[::2] for line in server.client(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S).splitlines())
-    short = [f"{table} has {counts.get(table, 'no')} rows" for table in tables if counts.get(table) != str(oltp["table_size"])]
+    counts = dict(server.query(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S))
+    short = [f"{table} has {counts.get(table, 'no')} rows" for table in tables if counts.get(table) != oltp["table_size"]]
     if short:
         raise TrialError(f"sysbench prepare left {'; '.join(short)}, not {oltp['table_size']}")
 
@@ -112,7 +112,7 @@ def fill_tpcc(p: dict, server: Server, log_dir: Path) -> dict:
     conn = tpcc.Connection(socket=p["instance"]["socket"], user="root")
     try:
         record = tpcc.load(Path(tool["bin_dir"]), conn, scale["warehouses"], p["loaders"], log_dir,
-                           client=lambda sql: server.client(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S),
+                           client=lambda sql: server.script(sql, timeout=FULL_SCAN_SQL_TIMEOUT_S),
                            timeout_s=TPCC_LOAD_TIMEOUT_S)
     except tpcc.TpccError as exc:
         raise TrialError(str(exc)) from None
@@ -147,7 +147,7 @@ def load(p: dict, loading: Path, log_dir: Path) -> dict:
     try:
         server.start()
         filled = fill(p, server, log_dir)
-        server.client("SET GLOBAL innodb_fast_shutdown = 0")
+        server.query("SET GLOBAL innodb_fast_shutdown = 0")
     finally:
         # A failed load is thrown away, and a server on a full device waits for space it will
         # never get: in neither case is there a reason to wait long for it.

@@ -54,7 +54,7 @@ from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
 from ansible.module_utils.innomatrix_host.runtime import (
-    Collectors, Server, TrialError, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore,
+    Collectors, Server, TrialError, batch_text, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore,
     server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_host.smart import snapshot, snapshot_delta
@@ -282,7 +282,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     try:
         server.start()
         argv = driver_argv(p, server)
-        (tmp / "variables.txt").write_text(server.client("SHOW GLOBAL VARIABLES"))
+        (tmp / "variables.txt").write_text(batch_text(server.query("SHOW GLOBAL VARIABLES")))
         try:
             (tmp / "flush_points.txt").write_text(server.flush_points())
         except TrialError as exc:  # a server without these counters still runs its trial; the report says none

@@ -86,7 +86,7 @@ def test_build_records_where_the_tool_came_from(built: dict) -> None:
 
 
 def test_load_and_run(base: Path, server: object, built: dict) -> None:
-    client = functools.partial(server.client, timeout=600)
+    client = functools.partial(server.script, timeout=600)
     password = secrets.token_urlsafe(18)
     # The load's account has a password, which the logs must not show; the run's authenticates
     # by the socket (root, unix_socket), which needs none.

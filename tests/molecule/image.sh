@@ -84,7 +84,7 @@ variant() {
   podman rm innomatrix-image-build >/dev/null
 }
 
-BENCH_TOOLS="sysbench procps sysstat xfsprogs e2fsprogs util-linux smartmontools openssh-server"
+BENCH_TOOLS="sysbench procps sysstat xfsprogs e2fsprogs util-linux smartmontools openssh-server python3-mysqldb"
 for release in "${RELEASES[@]}"; do
   base "$release"
   variant "$release" systemd '["/sbin/init"]' systemd systemd-sysv dbus

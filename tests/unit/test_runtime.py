@@ -53,48 +53,31 @@ def test_publish_names_an_earlier_record_that_is_not_a_trial(tmp_path):
 # here; the real client is exercised by every e2e trial's status.log): it answers each
 # statement with one line, the sentinel SELECT with the sentinel, `hang` with nothing and
 # `quit` by exiting with a message on stderr.
-STAND_IN_CLIENT = r'''
-import sys
-import time
-for line in sys.stdin:
-    statement = line.strip().rstrip(";")
-    if statement.startswith("SELECT '"):
-        print(statement[len("SELECT '"):-1], flush=True)
-    elif statement == "hang":
-        time.sleep(60)
-    elif statement == "quit":
-        print("ERROR 2006: gone away", file=sys.stderr)
-        sys.exit(1)
-    else:
-        print(f"Uptime\t{len(statement)}", flush=True)
-'''
+def test_rows_are_written_as_the_client_prints_them_in_batch_mode():
+    """variables.txt and flush_points.txt keep the client's form: trees from before the driver read alike."""
+    rows = [("innodb_flush_method", "O_DIRECT"), ("innodb_io_capacity", 200), ("ssl_cipher", None),
+            ("odd", "a\tb\nc\\d\0e"), (b"bytes", b"v")]
+    assert runtime.batch_text(rows) == (
+        "innodb_flush_method\tO_DIRECT\ninnodb_io_capacity\t200\nssl_cipher\tNULL\n"
+        "odd\ta\\tb\\nc\\\\d\\0e\nbytes\tv\n")
+    assert runtime.batch_text([]) == ""
 
 
-def stand_in_session(tmp_path):
-    script = tmp_path / "client.py"
-    script.write_text(STAND_IN_CLIENT)
-    return runtime.ClientSession([sys.executable, str(script)])
+def test_a_server_that_is_not_there_is_the_driver_s_error_in_one_line(tmp_path):
+    """The real driver against a socket nobody listens on: a TrialError naming the socket and the
+    client library's code, and the session closed, so the next statement connects again."""
+    session = runtime.Session(str(tmp_path / "nobody.sock"), timeout=2)
+    with pytest.raises(runtime.TrialError, match=r"nobody\.sock: error 2002: ") as caught:
+        session.rows("SELECT 1")
+    assert "\n" not in str(caught.value) and session.connection is None
 
 
-def test_one_client_session_answers_statement_after_statement(tmp_path):
-    session = stand_in_session(tmp_path)
-    try:
-        assert session.ask("SHOW GLOBAL STATUS", timeout=5) == ["Uptime\t18"]
-        first = session.proc.pid
-        assert session.ask("SHOW STATUS", timeout=5) == ["Uptime\t11"]
-        assert session.proc.pid == first  # the same client, not one per statement
-    finally:
-        session.close()
+def test_a_host_without_the_driver_is_told_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "MySQLdb", None)  # what `import` meets where it is not installed
+    with pytest.raises(runtime.TrialError, match="python3-mysqldb"):
+        runtime.Session("/nowhere.sock", timeout=1).rows("SELECT 1")
 
 
-def test_a_silent_or_ended_client_is_an_error_and_the_next_statement_reconnects(tmp_path):
-    session = stand_in_session(tmp_path)
-    try:
-        with pytest.raises(runtime.TrialError, match="no answer within"):
-            session.ask("hang", timeout=0.5)
-        assert session.proc is None
-        with pytest.raises(runtime.TrialError, match="ended: ERROR 2006: gone away"):
-            session.ask("quit", timeout=5)
-        assert session.ask("SHOW STATUS", timeout=5) == ["Uptime\t11"]
-    finally:
-        session.close()
+def test_an_error_without_a_code_is_still_one_line():
+    assert runtime.describe_error(RuntimeError("two\n  lines")) == "two lines"
+    assert runtime.describe_error(RuntimeError(2013, "Lost connection\nto server")) == "error 2013: Lost connection to server"
