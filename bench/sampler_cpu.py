@@ -2,10 +2,11 @@
 
 Starts a throwaway server of the kind given (its own datadir, socket and no network, under a
 temporary directory), then takes SAMPLES samples back to back with the suite's own sampler
-(innomatrix_host.runtime.StatusSampler.sample: one connection through mysqlclient, SHOW GLOBAL STATUS,
-its rows read), and prints the CPU each sample took in the sampler's thread (thread_time: the driver
-and its client library work there: no client process is left) and in the server (its /proc times,
-less those of an idle stretch as long), and what that is at one sample a second, in % of one core.
+(innomatrix_host.runtime.StatusSampler.sample: one connection through mysqlclient, SHOW GLOBAL STATUS
+and the flush-type counters of INNODB_METRICS, their rows read), and prints the CPU each sample took
+in the sampler's thread (thread_time: the driver and its client library work there: no client
+process is left) and in the server (its /proc times, less those of an idle stretch as long), and
+what that is at one sample a second, in % of one core.
 
     python3 bench/sampler_cpu.py mariadb     # MariaDB of this machine (Debian 12: 10.11)
     python3 bench/sampler_cpu.py mysql       # in the trixie-mysql image (MySQL 9.7), e.g.
@@ -57,6 +58,7 @@ def measure(kind: str, base: Path) -> None:
                     cnf, socket, base / "mysqld.out")
     server.start()
     try:
+        server.count_flushes_by_type()  # as a trial does: the sampler reads them too
         sampler = StatusSampler(server, base / "status.log", 1)
         sampler.sample()  # the connection opens: its login is once a trial
         server_pid = server.proc.pid

@@ -60,6 +60,7 @@ STATUS_COUNTERS = (
     "Innodb_dblwr_pages_written", "Innodb_row_lock_waits", "Innodb_deadlocks", "Innodb_rows_read",
     "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted", "Com_commit", "Com_rollback",
     "Questions", "Bytes_received", "Bytes_sent",
+    *(flush_points.METRIC_PREFIX + name for name in flush_points.FLUSH_TYPE_METRICS),
 )
 STATUS_GAUGES = (
     "Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_free",

@@ -1,4 +1,4 @@
-"""A trial's flush_points.txt: the checkpoint ages at which its server starts flushing dirty pages
+"""Where InnoDB's flushing is read from. A trial's flush_points.txt: the checkpoint ages at which its server starts flushing dirty pages
 ahead of the checkpoint (the async point) and makes writers wait for that flushing (the sync
 point), as the server computed them for its redo capacity at the trial's start.
 
@@ -14,6 +14,14 @@ host gives no flushing cause).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# Pages written by flush type, from INNODB_METRICS on MariaDB and MySQL alike (SHOW GLOBAL STATUS
+# has no split on MySQL, and MariaDB's LRU count there is one of these): pages written by flush-list
+# batches (flushing for the checkpoint) and by LRU batches (writing pages out to free buffers).
+# Both are shares of Innodb_buffer_pool_pages_flushed.
+FLUSH_TYPE_METRICS = ("buffer_flush_batch_total_pages", "buffer_LRU_batch_flush_total_pages")
+# How StatusSampler names them in status.log, beside the status variables.
+METRIC_PREFIX = "innodb_metrics."
 
 ASYNC = "log_max_modified_age_async"
 SYNC_NAMES = ("log_max_modified_age_sync", "Innodb_checkpoint_max_age")

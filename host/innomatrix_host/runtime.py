@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .flush_points import FLUSH_TYPE_METRICS, METRIC_PREFIX
+
 
 class TrialError(RuntimeError):
     """A reason a trial or a load could not finish; the message goes into trial.json."""
@@ -133,6 +135,13 @@ class Server:
         """`name TAB bytes` lines (innomatrix_host.flush_points reads them)."""
         with self.session() as session:
             return batch_text([row for sql in self.FLUSH_POINTS_SQL for row in session.rows(sql)])
+
+    def count_flushes_by_type(self) -> None:
+        """Switch on the INNODB_METRICS counters of pages written by flush type (StatusSampler reads
+        them each second): off by default on MySQL, and counting only while on."""
+        with self.session() as session:
+            for name in FLUSH_TYPE_METRICS:
+                session.rows("SET GLOBAL innodb_monitor_enable = %s", (name,))
 
     def grant_bench_user(self, credentials: dict) -> None:
         """The driver's account: its password set on every start, so a new secret never locks it out.
@@ -265,7 +274,8 @@ def describe_error(exc: Exception) -> str:
 
 
 class StatusSampler(threading.Thread):
-    """SHOW GLOBAL STATUS every interval, written as time-stamped deltas of the counters that moved.
+    """SHOW GLOBAL STATUS every interval, and the flush-type counters of INNODB_METRICS, written as
+    time-stamped deltas of the counters that moved.
 
     mysqladmin -r -i prints every variable as a table at every interval with no time stamp
     (about 65 KB/s): deltas with the wall-clock time are a hundredth of that and align with
@@ -279,10 +289,17 @@ class StatusSampler(threading.Thread):
         self.halt = threading.Event()
         self.session = server.session(timeout=max(5, 3 * interval))
 
+    # The flush-type counters the trial switched on (Server.count_flushes_by_type); a server that
+    # would not has none on, and none is read.
+    METRICS_SQL = ("SELECT CONCAT(%s, NAME), COUNT FROM information_schema.INNODB_METRICS "
+                   f"WHERE TIME_ENABLED IS NOT NULL AND TIME_DISABLED IS NULL AND NAME IN ({', '.join(['%s'] * len(FLUSH_TYPE_METRICS))})")
+
     def sample(self) -> dict[str, int]:
         """The integer counters and gauges; text and fractional values are not deltas."""
         values = {}
-        for name, value in self.session.rows("SHOW GLOBAL STATUS"):
+        rows = [*self.session.rows("SHOW GLOBAL STATUS"),
+                *self.session.rows(self.METRICS_SQL, (METRIC_PREFIX, *FLUSH_TYPE_METRICS))]
+        for name, value in rows:
             text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
             if text.isdigit():
                 values[str(name)] = int(text)

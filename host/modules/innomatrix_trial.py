@@ -287,6 +287,10 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
             (tmp / "flush_points.txt").write_text(server.flush_points())
         except TrialError as exc:  # a server without these counters still runs its trial; the report says none
             trial["flush_points_unread"] = str(exc)
+        try:
+            server.count_flushes_by_type()
+        except TrialError as exc:  # the report's flush-type panels say "not in these trials' logs"
+            trial["flush_types_uncounted"] = str(exc)
         collectors.start()
         trial["driver"]["command"] = shlex.join(argv)
         start_clock(cell, trial)

@@ -111,3 +111,19 @@ def trials_of(run_dir: Path) -> dict[str, dict]:
     }
 
 
+
+
+def pages_flushed_by_type(loaded) -> dict[str, dict[str, float]]:
+    """Each trial's pages flushed over its intervals (their rates × the interval): all of them
+    (Innodb_buffer_pool_pages_flushed) and those of flush-list and of LRU batches (INNODB_METRICS,
+    as the sampler reads them). `loaded`: an innomatrix.frame.Frame."""
+    from innomatrix_host.flush_points import FLUSH_TYPE_METRICS, METRIC_PREFIX
+
+    names = {"all": "status.Innodb_buffer_pool_pages_flushed",
+             **dict(zip(("list", "lru"), (f"status.{METRIC_PREFIX}{name}" for name in FLUSH_TYPE_METRICS)))}
+    found: dict[str, dict[str, float]] = {}
+    for trial, meta in loaded.trials.iterrows():
+        rows = loaded.intervals[(loaded.intervals["trial"] == trial).to_numpy()]
+        found[trial] = {kind: float(rows.loc[(rows["metric"] == name).to_numpy(), "value"].sum())
+                        * float(meta["report_interval_s"]) for kind, name in names.items()}
+    return found

@@ -15,7 +15,7 @@ import pytest
 from innomatrix import frame, stats
 from innomatrix_host import flags
 
-from e2e_env import DURATION, NEEDS_ROOT, ok, snapshot, trials_of
+from e2e_env import DURATION, NEEDS_ROOT, ok, pages_flushed_by_type, snapshot, trials_of
 
 pytestmark = NEEDS_ROOT
 # The report's reasons that the host can know too (innomatrix_host.flags), by how they begin.
@@ -248,3 +248,8 @@ def test_failing_cell_is_recorded_and_the_matrix_goes_on(env):
     print(f"4M redo: checkpoint age at most {age:.2f} MiB; async point {async_bytes / 2**20:.2f}, "
           f"sync point {sync_bytes / 2**20:.2f} MiB")
     assert sync_bytes < 4 << 20 and age * 2**20 >= async_bytes, (age, async_bytes, sync_bytes)
+    # Pushed by its checkpoint, InnoDB flushes by the flush list: pages flushed by type (INNODB_METRICS,
+    # each second beside the status read) show it, and each type is a share of all pages flushed.
+    [pages] = [found for trial, found in pages_flushed_by_type(loaded).items() if trial == meta.name]
+    print(f"4M redo: pages flushed {pages['all']:.0f}, by flush list {pages['list']:.0f}, by LRU {pages['lru']:.0f}")
+    assert pages["list"] > 0 and pages["list"] + pages["lru"] <= pages["all"] * 1.02 + 64, pages

@@ -1,6 +1,7 @@
 """The host code's conversation with a real server (innomatrix_host.runtime.Session, through
 mysqlclient): typed rows, the server's own errors, a read that does not come back in time, an
-account whose password holds quotes, and the status sampler across a connection the server ends.
+account whose password holds quotes, and the status sampler (with the flush-type counters it reads)
+across a connection the server ends.
 
 A private MariaDB 10.11 (this machine's) in a directory of its own; about 15 s.
 """
@@ -18,6 +19,7 @@ import MySQLdb
 import pytest
 
 from innomatrix_host import runtime
+from innomatrix_host.flush_points import FLUSH_TYPE_METRICS, METRIC_PREFIX
 
 pytestmark = [
     pytest.mark.e2e,
@@ -93,6 +95,7 @@ def test_an_account_whose_password_holds_quotes_logs_in_with_it(server: runtime.
 
 
 def test_a_sampler_whose_connection_is_killed_writes_the_gap_and_goes_on(server: runtime.Server, tmp_path: Path) -> None:
+    server.count_flushes_by_type()
     sampler = runtime.StatusSampler(server, tmp_path / "status.log", 1)
     sampler.start()
     try:
@@ -108,3 +111,5 @@ def test_a_sampler_whose_connection_is_killed_writes_the_gap_and_goes_on(server:
     assert len(errors) == 1 and "error 20" in errors[0][2], rows[:3]
     assert uptimes[0][3] == "absolute" and [row[3] for row in uptimes[1:]] == ["delta"] * (len(uptimes) - 1)
     assert len(uptimes) >= 4 and any(row[0] > errors[0][0] for row in uptimes)  # sampled again after the gap
+    by_type = {row[1]: row[3] for row in rows if row[1].startswith(METRIC_PREFIX)}
+    assert by_type == {METRIC_PREFIX + name: "absolute" for name in FLUSH_TYPE_METRICS}  # an idle server flushes none

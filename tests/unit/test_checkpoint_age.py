@@ -171,3 +171,26 @@ def test_a_sampler_that_failed_part_way_leaves_a_gap_in_its_line_never_a_bridge(
     drawn_t, drawn_v = plots.broken_at_gaps(np.sort(t.to_numpy()), np.ones(len(t)))
     assert len(drawn_t) == len(t) + 1 and np.isnan(drawn_v).sum() == 1  # one break, where the samples stop
     assert stats.cells(loaded).set_index("trial").loc[TRIAL, "status"] == "ok"
+
+
+def test_pages_flushed_by_type_are_read_from_the_sampler_s_innodb_metrics_rows(tmp_path: Path) -> None:
+    """The sampler writes INNODB_METRICS' flush-type counters into status.log under METRIC_PREFIX.
+    MariaDB's LRU metric mirrors its Innodb_buffer_pool_pages_lru_flushed status: the real demo
+    trial (written before the sampler read them), its LRU rows copied under the metric's name and a
+    flush-list metric that never moved (a 16M pool: every page this trial flushed was by LRU)."""
+    lru, listed = (plots.FLUSH_LRU, plots.FLUSH_LIST)
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    path = run / TRIAL / "status.log"
+    lines = path.read_text().splitlines(keepends=True)
+    first = lines[1].split("\t")[0]
+    added = [line.replace("\tInnodb_buffer_pool_pages_lru_flushed\t", f"\t{lru}\t") for line in lines
+             if "\tInnodb_buffer_pool_pages_lru_flushed\t" in line] + [f"{first}\t{listed}\t0\tabsolute\n"]
+    path.write_text(lines[0] + "".join(sorted(lines[1:] + added, key=lambda line: line.split("\t")[0])))
+    loaded = frame.load(run)
+    by_lru, flushed = _metric(loaded, f"status.{lru}"), _metric(loaded, "status.Innodb_buffer_pool_pages_flushed")
+    assert len(by_lru) == len(flushed) > 10 and by_lru.sum() > 0
+    np.testing.assert_array_equal(by_lru, flushed)  # all by LRU here, as the status said
+    assert (_metric(loaded, f"status.{listed}") == 0).all()
+    cells = stats.cells(loaded)
+    assert any(plot.name.startswith("innodb_") for plot in plots.report_plots(loaded, cells, []))

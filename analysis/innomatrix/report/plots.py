@@ -22,6 +22,7 @@ from innomatrix import stats
 from innomatrix.frame import Frame
 from innomatrix.report.tables import COMPARE_KEYS, Table, rate_configurations
 from innomatrix.stats import DEFAULTS, Thresholds, flush_points, name_part, redo_capacity
+from innomatrix_host.flush_points import FLUSH_TYPE_METRICS, METRIC_PREFIX
 
 GROUP = ("host", "filesystem", "workload", "threads")
 CPU_PANELS = (("vmstat.us", "user %", 1.0, 100.0), ("vmstat.sy", "system %", 1.0, 100.0),
@@ -35,9 +36,13 @@ IO_PANELS = (("iostat.r/s", "reads/s", 1.0, None), ("iostat.w/s", "writes/s", 1.
 # the redo it keeps, which the age must never reach), what is dirty, what is flushed, how fast
 # redo is written (the LSN's rate) and how far purge is behind.
 CHECKPOINT_PANEL = ("status.checkpoint_age", "checkpoint age (MiB)", 1 / 2 ** 20, None)
+# The pages flushed split by flush type (INNODB_METRICS, host.flush_points.FLUSH_TYPE_METRICS).
+FLUSH_LIST, FLUSH_LRU = (METRIC_PREFIX + name for name in FLUSH_TYPE_METRICS)
 FLUSHING_PANELS = (CHECKPOINT_PANEL,
                    ("status.dirty_pct", "dirty pages (% of the pool)", 1.0, 100.0),
                    ("status.Innodb_buffer_pool_pages_flushed", "pages flushed/s", 1.0, None),
+                   (f"status.{FLUSH_LIST}", "of which flush list/s", 1.0, None),
+                   (f"status.{FLUSH_LRU}", "of which LRU/s", 1.0, None),
                    ("status.Innodb_os_log_written", "redo written (MiB/s)", 1 / 2 ** 20, None),
                    ("status.Innodb_history_list_length", "history length", 1.0, None))
 # What each interval cost per transaction (the cost table's figures, report/costs.py, over time):
