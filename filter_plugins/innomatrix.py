@@ -89,7 +89,7 @@ def innomatrix_outcomes(the_plan: dict, run_dir: str) -> dict:
 def innomatrix_unfinished(gone: list) -> list[str]:
     """One line per host that left the play, from [host, its preflight_facts] pairs: the cells of
     its plan without a finished trial in the controller's tree and its capacity searches with
-    steps left, or that it never got a plan."""
+    steps left, that it never got a plan, or that its part of the tree cannot be read."""
     lines = []
     for host, facts in gone:
         plan = facts.get("plan") if isinstance(facts, Mapping) else None
@@ -99,8 +99,9 @@ def innomatrix_unfinished(gone: list) -> list[str]:
         try:
             failed = results.outcomes(plan, facts["setup"]["run_dir"])["failed"]
             searches = search.unfinished(plan, facts["setup"]["run_dir"])
-        except tree.TreeError as exc:  # a damaged run: one line
-            raise AnsibleFilterError(str(exc)) from None
+        except tree.TreeError as exc:  # its line says the tree is damaged; the other hosts' still say theirs
+            lines.append(f"{host} did not finish, and what it finished cannot be read: {exc}")
+            continue
         lines.append(f"{host} did not finish: {len(failed)} cell(s) without a finished trial"
                      + (f": {'; '.join(failed)}" if failed else "")
                      + (f"; {len(searches)} capacity search(es) with steps left: {'; '.join(searches)}"

@@ -328,6 +328,21 @@ def test_innomatrix_unfinished_names_each_gone_host_and_its_cells(tmp_path: Path
                     "no capacity search yet: its closed-loop trials are not all ok"), line
 
 
+def test_a_gone_host_whose_trials_cannot_be_read_is_its_own_line(tmp_path: Path) -> None:
+    """One host's damaged tree (a link in it, where its capacity searches are read) says so on its
+    line; the other gone hosts' lines are still printed."""
+    searching = plan.expand({**KNOBS, "filesystems": "ext4", "variants": "A", "bp_sizes": "64M", "rates": "auto"},
+                            real_context(), {})
+    damaged = tmp_path / "damaged" / Path(searching["cells"][0]["path"]).parent
+    damaged.mkdir(parents=True)
+    (damaged / "r9").symlink_to("/etc")
+    lines = filters.innomatrix_unfinished([["db1", {"plan": searching, "setup": {"run_dir": str(tmp_path / "damaged")}}],
+                                           ["db2", None]])
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("db1 did not finish, and what it finished cannot be read: ") and "(to /etc)" in lines[0]
+    assert lines[1] == "db2 did not finish: it stopped before it had a plan"
+
+
 def test_innomatrix_commit_outside_a_checkout(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("no git")
