@@ -297,8 +297,11 @@ def fleet_cells(fixed: pd.DataFrame, histograms: dict[str, list[tuple[float, int
             by_model.setdefault(model, []).append(str(host))
         if len(by_model) > 1:
             each = "; ".join(f"{model}: {', '.join(hosts)}" for model, hosts in sorted(by_model.items()))
-            left.append(f"{named}: unlike devices ({each}), each model's hosts merged apart (`compare --by host` "
-                        "divides them)")
+            merged = [model for model, hosts in sorted(by_model.items()) if len(hosts) > 1]
+            alone = [f"{hosts[0]} ({model})" for model, hosts in sorted(by_model.items()) if len(hosts) == 1]
+            what = ([f"the hosts of {' and of '.join(merged)} merged apart"] if merged else []) + (
+                [f"{', '.join(alone)} not merged, alone on its model"] if alone else [])
+            left.append(f"{named}: unlike devices ({each}): {'; '.join(what)} (`compare --by host` divides them)")
         for model, hosts in sorted(by_model.items()):
             if len(hosts) < 2:
                 continue
