@@ -58,14 +58,15 @@ class Fields:
 
     def raw(self, dotted: str) -> Any:
         value: Any = self.record
-        for part in dotted.split("."):
+        parts = dotted.split(".")
+        for at, part in enumerate(parts):
             if value is None:
                 return None
             if isinstance(value, list) and part.isdigit():  # "noise_floors.0.sd_log"
                 value = value[int(part)] if int(part) < len(value) else None
                 continue
-            if not isinstance(value, dict):
-                raise self.fail(f"{dotted.rsplit('.', 1)[0]} is {_show(value)}, not an object")
+            if not isinstance(value, dict):  # named as far as it was walked: that is what is not an object
+                raise self.fail(f"{'.'.join(parts[:at])} is {_show(value)}, not an object")
             value = value.get(part)
         return value
 
@@ -206,7 +207,8 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
 
 def device_model(fields: Fields) -> str:
     """What kind of device the trial ran on, as like hosts of a fleet share it: the kernel's model
-    (each member's, for a layout, as the kernel read it back), "loop device" for a loop file; ""
+    (SMART's whole name where it lengthens the kernel's; each member's, for a layout, as the kernel
+    read it back), "loop device" for a loop file; ""
     where the record cannot say (a disk the kernel names no model of, a member without one, a
     trial.json from before models were recorded). Whitespace runs made one space, at most
     MODEL_CHARS characters: a table cell, not a document."""
@@ -220,7 +222,11 @@ def device_model(fields: Fields) -> str:
         return ""  # a layout whose members were not read back: nothing to be alike by
     model = _model_text(fields.text("device.model"))
     if model:
-        return model
+        # A SATA disk's kernel model is the first 16 characters of its name: two models of one
+        # series read alike there. SMART's name, read at the trial's start, is whole; taken where
+        # it is the kernel's name, lengthened (another name would be another disk, or a misread).
+        whole = _model_text(fields.text("smart.before.wear.model"))
+        return whole if whole.startswith(model) else model
     # Loop files are alike whatever disk holds them (that disk is not recorded): README says so.
     return "loop device" if (fields.text("device.identity") or "").startswith("loop:") else ""
 

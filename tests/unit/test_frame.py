@@ -114,10 +114,17 @@ def test_a_device_named_by_a_stable_path_is_read_from_iostat_by_its_kernel_name(
     ({"path": "/dev/md0", "layout": {"read_back": {"members": [{"model": "INTEL A"}, {"model": "  "}]}}}, ""),
     ({"path": "/dev/md0", "layout": {"read_back": {}}}, ""),  # no members read back: nothing to be alike by
     ({"path": "/dev/sda", "model": "X" * 5000 + "\nY"}, "X" * 80),  # a table cell, not a document
+    # a SATA disk: the kernel's 16 characters, SMART's whole name where it lengthens them, else the kernel's
+    ({"path": "/dev/sda", "model": "Samsung SSD 870 ", "smart": "Samsung SSD 870 EVO 1TB"}, "Samsung SSD 870 EVO 1TB"),
+    ({"path": "/dev/sda", "model": "Samsung SSD 870 ", "smart": "Crucial MX500"}, "Samsung SSD 870"),
+    ({"path": "/dev/sda", "model": "Samsung SSD 870 ", "smart": None}, "Samsung SSD 870"),
 ])
 def test_the_device_model_is_what_like_hosts_share(tmp_path, device, model):
     directory = write_trial(tmp_path / "run", Trial(tps=steady(5), files=("driver.log",)))
     record = json.loads((directory / "trial.json").read_text())
+    device = dict(device)
+    if "smart" in device:
+        record["smart"] = {"before": {"status": "ok", "wear": {"model": device.pop("smart")}}}
     record["device"] = device
     (directory / "trial.json").write_text(json.dumps(record))
     assert frame.load(tmp_path / "run").trials.iloc[0]["device_model"] == model
@@ -126,11 +133,16 @@ def test_the_device_model_is_what_like_hosts_share(tmp_path, device, model):
 @pytest.mark.parametrize("members, said", [
     ("md0", r"device\.layout\.read_back\.members is 'md0', not a list"),
     ([{"model": 7}], r"device\.layout\.read_back\.members\.0\.model is 7, not text"),
-    (["md0"], r"device\.layout\.read_back\.members\.0 is 'md0', not an object")])
+    (["md0"], r"device\.layout\.read_back\.members\.0 is 'md0', not an object"),
+    ({"smart": {"before": {"wear": {"model": 870}}}}, r"smart\.before\.wear\.model is 870, not text"),
+    ({"smart": {"before": "ok"}}, r"smart\.before is 'ok', not an object")])
 def test_a_damaged_device_model_is_an_error_naming_trial_json(tmp_path, members, said):
     directory = write_trial(tmp_path / "run", Trial(tps=steady(5), files=("driver.log",)))
     record = json.loads((directory / "trial.json").read_text())
-    record["device"] = {"path": "/dev/md0", "layout": {"read_back": {"members": members}}}
+    if isinstance(members, dict):  # a plain SATA disk whose SMART block is damaged
+        record.update(members, device={"path": "/dev/sda", "model": "Samsung SSD 870"})
+    else:
+        record["device"] = {"path": "/dev/md0", "layout": {"read_back": {"members": members}}}
     (directory / "trial.json").write_text(json.dumps(record))
     with pytest.raises(frame.FrameError, match=rf"^{directory}/trial\.json: {said}"):
         frame.load(tmp_path / "run")
