@@ -9,17 +9,10 @@ PLAYBOOK := $(BIN)/ansible-playbook
 
 .PHONY: demo test lint unit e2e bench venv root clean
 
-# The venv builds mysqlclient, the driver the host code talks to the server through (localhost
-# runs the modules with the venv's Python): PyPI has no Linux wheel of it, so a compiler, pkg-config
-# and the MariaDB client library's headers.
-BUILD_PACKAGES := gcc pkg-config libmariadb-dev python3-dev
-$(STAMP)/os: Makefile | $(STAMP)
+$(STAMP)/os: | $(STAMP)
 	@command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null || { \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv; }
 	@command -v git >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git
-	[ "$$(dpkg-query -W -f='$${db:Status-Status}\n' $(BUILD_PACKAGES) 2>/dev/null | grep -cx installed)" = \
-	  "$(words $(BUILD_PACKAGES))" ] || { apt-get update && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BUILD_PACKAGES); }
 	touch $@
 
 # Every Debian package a test uses, installed before pytest collects anything: the report test
@@ -33,7 +26,14 @@ $(STAMP)/test-os: $(STAMP)/os Makefile
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(TEST_PACKAGES); }
 	touch $@
 
+# The venv builds mysqlclient, the driver the host code talks to the server through (localhost
+# runs the modules with the venv's Python): PyPI has no Linux wheel of it, so a compiler, pkg-config
+# and the MariaDB client library's headers, checked each time the venv is made.
+BUILD_PACKAGES := gcc pkg-config libmariadb-dev python3-dev
 $(STAMP)/venv: requirements.txt pyproject.toml $(STAMP)/os
+	[ "$$(dpkg-query -W -f='$${db:Status-Status}\n' $(BUILD_PACKAGES) 2>/dev/null | grep -cx installed)" = \
+	  "$(words $(BUILD_PACKAGES))" ] || { apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BUILD_PACKAGES); }
 	python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt -e .
 	touch $@

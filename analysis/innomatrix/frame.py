@@ -576,7 +576,12 @@ def _status(samples: status.StatusSamples, times: np.ndarray, path: Path, raw: b
     t, keep = _align(times[1:], samples.resolution_s, meta["started"], meta["report_interval_s"], notes, "status")
     _on_the_trials_clock(t, path, meta)
     levels: dict[str, np.ndarray] = {}
+    if meta["flush_types_unread"]:
+        notes.append(f"pages flushed by type: none drawn, the sampler did not read them all along "
+                     f"({meta['flush_types_unread'][:200]})")
     for name, deltas in samples.metrics.items():
+        if meta["flush_types_unread"] and name.startswith(flush_points.METRIC_PREFIX):
+            continue  # an unlisted counter reads as one that did not move: none, rather than zeros
         if name in STATUS_GAUGES:
             base = samples.absolute.get(name, float("nan"))
             values = (base + np.cumsum(deltas))[1:]

@@ -178,6 +178,8 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "server_version": fields.text("server.version"),
         # Why the trial has no flush_points.txt, when its server would not give them.
         "flush_points_unread": fields.text("flush_points_unread", ""),
+        # Why its status.log has no flush-type counters, or stops having them part-way.
+        "flush_types_unread": fields.text("flush_types_unread", ""),
         "_device": device or None,
         "device_model": device_model(fields),
         "recorded_median": fields.number("summary.throughput_median", 0, 1e15),

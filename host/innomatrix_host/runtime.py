@@ -109,7 +109,7 @@ class Server:
         return Session(self.socket, timeout)
 
     def query(self, sql: str, args: tuple = (), timeout: float = 120) -> list[tuple]:
-        """The rows of one statement, on a connection of its own."""
+        """The rows of one statement, on a connection of its own (`timeout`: on each read, Session)."""
         with self.session(timeout) as session:
             return session.rows(sql, args)
 
@@ -206,8 +206,7 @@ def batch_text(rows: list[tuple]) -> str:
     def cell(value: object) -> str:
         if value is None:
             return "NULL"
-        text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-        return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\0", "\\0")
+        return _text(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\0", "\\0")
     return "".join("\t".join(cell(value) for value in row) + "\n" for row in rows)
 
 
@@ -216,20 +215,27 @@ def _driver():
     I/O) needs no driver."""
     try:
         import MySQLdb
-    except ImportError:
-        raise TrialError("the MySQL driver mysqlclient is not installed for this host's Python (Debian: "
-                         "python3-mysqldb; the mysql_server role installs it)") from None
+    except ImportError as exc:
+        raise TrialError(f"the MySQL driver mysqlclient cannot be imported by this host's Python ({exc}): on a "
+                         "remote host the mysql_server role installs python3-mysqldb; on localhost `make venv` "
+                         "builds it") from None
     return MySQLdb
+
+
+# Connecting is quick or it is not coming: a statement's long timeout (a full scan's) is not one
+# to wait for a login.
+CONNECT_TIMEOUT_S = 30
 
 
 class Session:
     """One connection to the server through mysqlclient (MySQLdb, on the C client library): typed
-    rows, the server's own error codes, and `timeout` on connecting, reading and writing.
+    rows, the server's own error codes, and `timeout` on every read and write of the connection
+    (a statement's answer that does not come within it ends the connection).
 
     Opened on the first statement and kept, so the status sampler pays for a connection once a
     trial, not once a second; any error closes it and the next statement connects again.
-    Autocommit is on: a sampler inside an open transaction would hold a read view for the whole
-    trial and grow the history list it measures.
+    Autocommit is on: nothing the host asks belongs in a transaction, and the driver's default
+    would keep one open across statements.
     """
 
     def __init__(self, socket: str, timeout: float):
@@ -238,18 +244,18 @@ class Session:
 
     def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
         """The rows `sql` returned (none for a statement that returns none); the driver quotes `args`
-        into the `%s` in `sql`."""
+        into the `%s` in `sql` (with `args`, a literal % is written %%)."""
         driver = _driver()
         seconds = max(1, round(self.timeout))
         try:
             if self.connection is None:
                 self.connection = driver.connect(unix_socket=self.socket, user="root", charset="utf8mb4",
-                                                 autocommit=True, connect_timeout=seconds,
+                                                 autocommit=True, connect_timeout=min(seconds, CONNECT_TIMEOUT_S),
                                                  read_timeout=seconds, write_timeout=seconds)
             with self.connection.cursor() as cursor:
                 cursor.execute(sql, args or None)
                 return list(cursor.fetchall())
-        except driver.Error as exc:
+        except Exception as exc:  # the driver's errors, and what it raises beside them (a bad format, a row it cannot decode)
             self.close()
             raise TrialError(f"server on {self.socket}: {describe_error(exc)}") from None
 
@@ -273,6 +279,17 @@ def describe_error(exc: Exception) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _text(value: object) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _counter(values: dict[str, int], name: object, value: object) -> None:
+    """`name`'s value into `values` if it is a whole number the server wrote in digits."""
+    text = _text(value)
+    if text.isdigit():
+        values[_text(name)] = int(text)
+
+
 class StatusSampler(threading.Thread):
     """SHOW GLOBAL STATUS every interval, and the flush-type counters of INNODB_METRICS, written as
     time-stamped deltas of the counters that moved.
@@ -288,21 +305,26 @@ class StatusSampler(threading.Thread):
         self.server, self.path, self.interval = server, path, interval
         self.halt = threading.Event()
         self.session = server.session(timeout=max(5, 3 * interval))
+        self.metrics_unread = ""
 
-    # The flush-type counters the trial switched on (Server.count_flushes_by_type); a server that
-    # would not has none on, and none is read.
-    METRICS_SQL = ("SELECT CONCAT(%s, NAME), COUNT FROM information_schema.INNODB_METRICS "
-                   f"WHERE TIME_ENABLED IS NOT NULL AND TIME_DISABLED IS NULL AND NAME IN ({', '.join(['%s'] * len(FLUSH_TYPE_METRICS))})")
+    # The flush-type counters the trial switched on (Server.count_flushes_by_type); those a server
+    # has not on are not read (a line of zeros would say nothing was flushed).
+    METRICS_SQL = ("SELECT NAME, COUNT FROM information_schema.INNODB_METRICS WHERE TIME_ENABLED IS NOT NULL "
+                   f"AND TIME_DISABLED IS NULL AND NAME IN ({', '.join(['%s'] * len(FLUSH_TYPE_METRICS))})")
 
     def sample(self) -> dict[str, int]:
-        """The integer counters and gauges; text and fractional values are not deltas."""
+        """The integer counters and gauges; text and fractional values are not deltas. The flush-type
+        counters are read after the status, and once they fail they are not asked again this trial
+        (`metrics_unread` says why): the status sample stands without them."""
         values = {}
-        rows = [*self.session.rows("SHOW GLOBAL STATUS"),
-                *self.session.rows(self.METRICS_SQL, (METRIC_PREFIX, *FLUSH_TYPE_METRICS))]
-        for name, value in rows:
-            text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-            if text.isdigit():
-                values[str(name)] = int(text)
+        for name, value in self.session.rows("SHOW GLOBAL STATUS"):
+            _counter(values, name, value)
+        if not self.metrics_unread:
+            try:
+                for name, value in self.session.rows(self.METRICS_SQL, FLUSH_TYPE_METRICS):
+                    _counter(values, METRIC_PREFIX + _text(name), value)
+            except TrialError as exc:
+                self.metrics_unread = str(exc)
         return values
 
     def run(self) -> None:

@@ -68,6 +68,10 @@ def test_the_server_s_own_error_in_one_line_then_the_next_statement_connects_aga
             session.rows("SELEKT 1")
         assert session.connection is None
         assert session.rows("SELECT 2") == [(2,)]
+        # What the driver raises beside its own errors (here a literal % beside parameters) is one too
+        with pytest.raises(runtime.TrialError, match=r"mysqld\.sock: "):
+            session.rows("SELECT '100%', %s", (1,))
+        assert session.connection is None and session.rows("SELECT '100%%', %s", (1,)) == [("100%", 1)]
 
 
 def test_an_answer_that_does_not_come_in_time_ends_the_connection(server: runtime.Server) -> None:

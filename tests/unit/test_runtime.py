@@ -81,3 +81,37 @@ def test_a_host_without_the_driver_is_told_what_to_install(monkeypatch):
 def test_an_error_without_a_code_is_still_one_line():
     assert runtime.describe_error(RuntimeError("two\n  lines")) == "two lines"
     assert runtime.describe_error(RuntimeError(2013, "Lost connection\nto server")) == "error 2013: Lost connection to server"
+
+
+class StandInSession:
+    """Rows as the driver hands them (a test double: no server runs in the unit tests; the real
+    conversation is tests/e2e/test_server_session.py): text, bytes, numbers, NULL."""
+
+    def __init__(self, metrics_fail: bool = False):
+        self.metrics_fail, self.asked = metrics_fail, []
+
+    def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        self.asked.append(sql.split()[0])
+        if sql == "SHOW GLOBAL STATUS":
+            return [("Uptime", "12"), (b"Innodb_pages_written", b"7"), ("Ssl_cipher", None), ("Rpl_status", "OFF"),
+                    ("Innodb_buffer_pool_load_status", "Loaded"), ("Compression_ratio", "1.5")]
+        if self.metrics_fail:
+            raise runtime.TrialError("server on s.sock: error 1227: Access denied")
+        return [(b"buffer_flush_batch_total_pages", 40), ("buffer_LRU_batch_flush_total_pages", 2)]
+
+
+def test_a_sample_keeps_the_whole_numbers_and_names_the_flush_type_counters(tmp_path):
+    sampler = runtime.StatusSampler.__new__(runtime.StatusSampler)
+    sampler.session, sampler.metrics_unread = StandInSession(), ""
+    assert sampler.sample() == {"Uptime": 12, "Innodb_pages_written": 7,
+                                "innodb_metrics.buffer_flush_batch_total_pages": 40,
+                                "innodb_metrics.buffer_LRU_batch_flush_total_pages": 2}
+
+
+def test_flush_type_counters_that_cannot_be_read_leave_the_status_sample_whole_and_are_not_asked_again(tmp_path):
+    sampler = runtime.StatusSampler.__new__(runtime.StatusSampler)
+    sampler.session, sampler.metrics_unread = StandInSession(metrics_fail=True), ""
+    assert sampler.sample() == {"Uptime": 12, "Innodb_pages_written": 7}
+    assert sampler.metrics_unread == "server on s.sock: error 1227: Access denied"
+    assert sampler.sample() == {"Uptime": 12, "Innodb_pages_written": 7}
+    assert sampler.session.asked == ["SHOW", "SELECT", "SHOW"]
