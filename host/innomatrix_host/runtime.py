@@ -217,7 +217,7 @@ def _driver():
         import MySQLdb
     except ImportError as exc:
         raise TrialError(f"the MySQL driver mysqlclient cannot be imported by this host's Python ({exc}): on a "
-                         "remote host the mysql_server role installs python3-mysqldb; on localhost `make venv` "
+                         "remote host the collectors role installs python3-mysqldb; on localhost `make venv` "
                          "builds it") from None
     return MySQLdb
 

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = sorted((ROOT / "host" / "innomatrix_host").glob("*.py"))
-# mysqlclient, which the mysql_server role installs beside the server (python3-mysqldb): runtime.py
+# mysqlclient, which the collectors role installs (python3-mysqldb): runtime.py
 # alone talks to the server, and imports it only when it does (a raw-device host has no server).
 DRIVER = {"runtime.py": {"MySQLdb"}}
 MODULES = sorted((ROOT / "host" / "modules").glob("*.py"))
