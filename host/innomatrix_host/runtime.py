@@ -286,7 +286,7 @@ def _text(value: object) -> str:
 def _counter(values: dict[str, int], name: object, value: object) -> None:
     """`name`'s value into `values` if it is a whole number the server wrote in digits."""
     text = _text(value)
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # "²" is a digit to str.isdigit, and no int
         values[_text(name)] = int(text)
 
 

@@ -94,7 +94,7 @@ class StandInSession:
         self.asked.append(sql.split()[0])
         if sql == "SHOW GLOBAL STATUS":
             return [("Uptime", "12"), (b"Innodb_pages_written", b"7"), ("Ssl_cipher", None), ("Rpl_status", "OFF"),
-                    ("Innodb_buffer_pool_load_status", "Loaded"), ("Compression_ratio", "1.5")]
+                    ("Innodb_buffer_pool_load_status", "Loaded"), ("Compression_ratio", "1.5"), ("Odd", "²")]
         if self.metrics_fail:
             raise runtime.TrialError("server on s.sock: error 1227: Access denied")
         return [(b"buffer_flush_batch_total_pages", 40), ("buffer_LRU_batch_flush_total_pages", 2)]
