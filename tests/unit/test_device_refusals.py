@@ -3,20 +3,10 @@ from facts written here (tests/e2e/test_device_safety.py probes real loop device
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-import innomatrix_host
-import innomatrix_host.layouts
 import pytest
+from host_module import load_host_module
 
-ROOT = Path(__file__).resolve().parents[2]
-# The module imports the host package as Ansible's wrapper names it.
-sys.modules.setdefault("ansible.module_utils.innomatrix_host", innomatrix_host)
-_spec = importlib.util.spec_from_file_location("innomatrix_device_facts", ROOT / "host/modules/innomatrix_device_facts.py")
-device_facts = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(device_facts)
+device_facts = load_host_module("innomatrix_device_facts")
 
 GIB = 2**30
 SHOWN = "/dev/disk/by-id/usb-x (→ /dev/sdb)"

@@ -5,22 +5,15 @@ each reading is "unsupported" with smartctl's reason, as on a loop device."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
-import innomatrix_host
 import pytest
+from host_module import load_host_module
 from innomatrix_host.runtime import append_record
 
-ROOT = Path(__file__).resolve().parents[2]
-# The module imports the host package as Ansible's wrapper names it.
-sys.modules.setdefault("ansible.module_utils.innomatrix_host", innomatrix_host)
-_spec = importlib.util.spec_from_file_location("innomatrix_smart", ROOT / "host/modules/innomatrix_smart.py")
-smart_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(smart_module)
+smart_module = load_host_module("innomatrix_smart")
 
 pytestmark = pytest.mark.skipif(shutil.which("smartctl") is None, reason="smartctl is not installed (make test installs it)")
 MEMBERS = ["/dev/disk/by-id/im-absent-1", "/dev/disk/by-id/im-absent-2"]

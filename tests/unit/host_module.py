@@ -1,0 +1,34 @@
+"""A module of host/modules loaded as a Python module for the unit tests. Ansible's wrapper names
+the host package ansible.module_utils.innomatrix_host; here that name is the package itself, and
+each submodule's name is the submodule itself too: with the package alone aliased, a module's
+`from ansible.module_utils.innomatrix_host.runtime import …` loads a second copy of runtime.py
+(its own TrialError class, say) and rebinds the package's attribute to it, under every other test."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import innomatrix_host
+
+ROOT = Path(__file__).resolve().parents[2]
+ALIAS = "ansible.module_utils.innomatrix_host"
+
+
+def _alias_host_package() -> None:
+    sys.modules.setdefault(ALIAS, innomatrix_host)
+    for info in pkgutil.iter_modules(innomatrix_host.__path__):
+        sys.modules.setdefault(f"{ALIAS}.{info.name}", importlib.import_module(f"innomatrix_host.{info.name}"))
+
+
+def load_host_module(name: str) -> ModuleType:
+    """host/modules/<name>.py, executed once as the module `name`."""
+    _alias_host_package()
+    spec = importlib.util.spec_from_file_location(name, ROOT / "host" / "modules" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
