@@ -33,7 +33,6 @@ Prints the figures; asserts nothing (speed is measured here, not tested).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -45,7 +44,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # the VM host and the inventories the e2e tests use
 
-from remote_hosts import play_matrix, project_inventory  # noqa: E402
+from remote_hosts import play_matrix, project_inventory, start_matrix  # noqa: E402
 from vm_host import Disk, vm_host  # noqa: E402
 from vm_layout_knobs import KNOBS, MEMBER_IOPS  # noqa: E402
 
@@ -105,9 +104,7 @@ def powerloss() -> None:
                  "fileio_step_duration": 10, "reconnect_grace": 60}
         inventory, path = inventory_and_knobs(base, host, "loss", **knobs)
         run = base / "results" / "loss"
-        playing = subprocess.Popen([str(ROOT / ".venv/bin/ansible-playbook"), "-i", str(inventory), "matrix.yml",
-                                    "-e", f"@{path}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+        playing = start_matrix(inventory, path)
         while not trials(run):
             if playing.poll() is not None:
                 sys.exit(f"the play ended before a cell came home: {playing.stdout.read()[-2000:]}")

@@ -52,7 +52,10 @@ def data_members(layout: dict[str, Any], members: int) -> int:
     if layout["kind"] == "md" and layout["level"] == 5:
         return members - 1
     if layout["kind"] == "md" and layout["level"] == 10:
-        return max(1, members // 2)
+        # Two copies of each chunk ("near" layout): an even count stripes over half the members;
+        # over an odd count the copies wander across rows, and md's own hint (the queue's
+        # optimal_io_size, what mkfs reads when told nothing) is then a chunk on every member.
+        return members // 2 if members % 2 == 0 else members
     return members
 
 
@@ -232,6 +235,15 @@ def member_record(name: str) -> dict[str, str]:
             "serial": sysfs(name, "serial") or sysfs(name, "device/serial")}
 
 
+def io_hints(name: str) -> dict[str, int | None]:
+    """The I/O sizes the block device advertises (its queue's minimum_io_size and optimal_io_size,
+    in bytes): what mkfs aligns to when told nothing, so the alignment the suite computed can be
+    checked against the kernel's own. None where sysfs has no number."""
+    hints = {key: sysfs(name, f"queue/{leaf}") for key, leaf in (("io_min_bytes", "minimum_io_size"),
+                                                                 ("io_opt_bytes", "optimal_io_size"))}
+    return {key: int(value) if value.isascii() and value.isdigit() else None for key, value in hints.items()}
+
+
 def md_read_back(array: str, runner: Run = run) -> dict[str, Any]:
     """The md array as the kernel made it: /sys/block/mdN/md/ and `mdadm --detail --export`."""
     name = os.path.basename(os.path.realpath(array))
@@ -244,6 +256,7 @@ def md_read_back(array: str, runner: Run = run) -> dict[str, Any]:
         "chunk_kib": int(chunk) // 1024 if chunk.isdigit() else None,
         "metadata": detail.get("MD_METADATA", ""), "md_name": detail.get("MD_NAME", ""),
         "uuid": detail.get("MD_UUID", ""),
+        **io_hints(name),
         "members": [member_record(m) for m in members],
     }
 
@@ -261,6 +274,7 @@ def lvm_read_back(runner: Run = run) -> dict[str, Any]:
         "kind": "lvm", "name": name, "path": path, "table": " ".join(table),
         "stripes": int(table[3]) if striped else None,
         "stripe_kib": int(table[4]) // 2 if striped else None,
+        **io_hints(name),
         "members": [member_record(m) for m in members],
     }
 

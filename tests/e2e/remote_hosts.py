@@ -322,13 +322,25 @@ def project_inventory(base: Path, hosts: dict[str, RemoteHost], name: str = "hos
     return path
 
 
+def _matrix_argv(inventory: Path, knobs: Path, *extra: str) -> list[str]:
+    return [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(inventory), "matrix.yml", "-e", f"@{knobs}", *extra]
+
+
+_PLAIN_OUTPUT = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+
+
 def play_matrix(inventory: Path, knobs: Path, *extra: str, log: Path, timeout: float = 1800) -> subprocess.CompletedProcess:
     """ansible-playbook matrix.yml against the inventory with the knobs file; its output goes to log."""
-    argv = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(inventory), "matrix.yml", "-e", f"@{knobs}", *extra]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1"))
+    done = subprocess.run(_matrix_argv(inventory, knobs, *extra), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=_PLAIN_OUTPUT)
     log.write_text(done.stdout + done.stderr)
     return done
+
+
+def start_matrix(inventory: Path, knobs: Path, *extra: str) -> subprocess.Popen:
+    """play_matrix, started and left running (a host is to be lost under it); stderr joins stdout."""
+    return subprocess.Popen(_matrix_argv(inventory, knobs, *extra), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=_PLAIN_OUTPUT)
 
 
 @contextlib.contextmanager

@@ -144,6 +144,9 @@ def test_md_raid0_and_lvm_stripe_over_2_and_4_members(vm):
         # The filesystem was made aligned to the stripe.
         assert device["mkfs_options"] == device["layout"]["alignment"]["mkfs_options"]["xfs"] \
             == f"-d su={stripe_unit},sw={members}"
+        # … which is the stripe the kernel advertises for the array (md and dm-stripe alike).
+        unit_bytes = int(stripe_unit[:-1]) << 10
+        assert (read_back["io_min_bytes"], read_back["io_opt_bytes"]) == (unit_bytes, members * unit_bytes)
         # iostat watched the layout's device and each member.
         entries = json.loads((cells[0].parent / "iostat.json").read_text())["sysstat"]["hosts"][0]["statistics"]
         watched = {disk["disk_device"] for disk in entries[-1]["disk"]}

@@ -14,6 +14,7 @@ from innomatrix_host.layouts import LAYOUTS, LayoutError
     ("md-raid0", 4, 4, "-d su=512k,sw=4", "-E stride=128,stripe_width=512"),
     ("md-raid5", 4, 3, "-d su=512k,sw=3", "-E stride=128,stripe_width=384"),
     ("md-raid10", 4, 2, "-d su=512k,sw=2", "-E stride=128,stripe_width=256"),
+    ("md-raid10", 3, 3, "-d su=512k,sw=3", "-E stride=128,stripe_width=384"),
     ("lvm-stripe", 2, 2, "-d su=64k,sw=2", "-E stride=16,stripe_width=32"),
 ])
 def test_the_filesystem_is_aligned_to_the_data_members_stripe(name, members, data, xfs, ext4) -> None:
@@ -140,3 +141,15 @@ def test_removal_names_only_what_the_suite_made() -> None:
     assert layouts.removal_commands(lvm, runner) == [["vgremove", "--yes", "--force", "innomatrix"],
                                                      ["pvremove", "--yes", "/dev/vdb"]]
     assert layouts.removal_commands([state(member="/dev/vdd")], runner) == []
+
+
+def test_the_io_hints_are_the_queues_numbers_or_none(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(layouts, "SYS_BLOCK", tmp_path)
+    (tmp_path / "md127" / "queue").mkdir(parents=True)
+    (tmp_path / "md127" / "queue" / "minimum_io_size").write_text("524288\n")
+    (tmp_path / "md127" / "queue" / "optimal_io_size").write_text("1572864\n")
+    assert layouts.io_hints("md127") == {"io_min_bytes": 524288, "io_opt_bytes": 1572864}
+    # Absent, or not what sysfs writes (ASCII digits): never a number read into something else.
+    (tmp_path / "md127" / "queue" / "optimal_io_size").write_text("١٢\n")
+    assert layouts.io_hints("md127") == {"io_min_bytes": 524288, "io_opt_bytes": None}
+    assert layouts.io_hints("md9") == {"io_min_bytes": None, "io_opt_bytes": None}

@@ -1,0 +1,108 @@
+"""OLTP on md-raid5 and md-raid10, and the plug pulled in the middle of it (issue #30, items 1 and
+6), on the VM host's own kernel: MariaDB and sysbench OLTP on md-raid5, then md-raid10, over 4
+members, two repeats each;
+once the first trial is home the VM's qemu is killed (SIGKILL: the guest's page cache and every
+write not yet on the member files are gone). The play names the host unreachable and ends; the
+trial it was running is not recorded ok; the finished one is kept byte for byte. After the VM
+boots again (its udev may reassemble the suite's array from the members' superblocks), a plain
+rerun says what it found and removed, builds the array again, loads again and runs only the
+cells that were not finished; each trial's layout is read back from the kernel, with the stripe
+the kernel advertises (its queue's I/O sizes) equal to the one the filesystem was aligned to;
+nothing is left in the guest after it.
+
+No trial runs on the crashed datadir: every trial restores the pristine copy first, and the rerun
+rebuilds the layout under it, so there is no crash recovery for a trial to record (README says
+why). One VM, 4 unthrottled members: the CPU under TCG, not the disks, sets the pace."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import yaml
+
+from e2e_env import NEEDS_ROOT, ok
+from remote_hosts import play_matrix, project_inventory, start_matrix
+from vm_host import Disk, needs_vm, vm_host
+from vm_layout_knobs import STATE_DIR
+
+pytestmark = [*NEEDS_ROOT, needs_vm]
+
+SERIALS = ("im-r1", "im-r2", "im-r3", "im-r4")
+CELL = "{}-m4/xfs/oltp/A/bp-64M/t4/r{}"
+# Each layout's level as the kernel names it, and the data members of a stripe: a RAID5 over 4
+# has 3, a RAID10 (two copies) over 4 has 2.
+LEVELS = {"md-raid5": ("raid5", 3), "md-raid10": ("raid10", 2)}
+KNOBS = {
+    "layouts": list(LEVELS), "members": [4], "workloads": ["oltp"], "filesystems": ["xfs"], "variants": ["A"],
+    "bp_sizes": ["64M"], "threads": [4], "repeats": 2, "warmup": 3, "duration": 12, "report_interval": 1,
+    "oltp_tables": 2, "oltp_table_size": 10000,
+    # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
+    "mycnf_overrides": {"innodb_log_file_size": "48M"},
+    # The host lost mid-trial is given up a minute after its trial would have ended.
+    "reconnect_grace": 60,
+    "preflight_state_dir": STATE_DIR, "preflight_mountpoint": "/mnt/innomatrix-vm",
+}
+
+
+def trials(run: Path) -> dict[str, bytes]:
+    return {str(path.parent.relative_to(run)): path.read_bytes() for path in sorted(run.glob("vm/**/trial.json"))}
+
+
+def test_oltp_on_md_raid5_loses_the_plug_mid_trial_and_a_rerun_finishes():
+    disks = [Disk(serial, size=1 << 30) for serial in SERIALS]
+    with vm_host("innomatrix-e2e-vmp-", "vm-p", disks=disks) as (base, host):
+        base.chmod(0o755)
+        inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": [d.by_id for d in host.disks]}})
+        knobs = base / "knobs.yml"
+        knobs.write_text(yaml.safe_dump({**KNOBS, "results_dir": str(base / "results"), "run_name": "loss",
+                                         "preflight_secrets_dir": str(base / "secrets")}))
+        run = base / "results" / "loss"
+
+        playing = start_matrix(inventory, knobs)
+        deadline = time.monotonic() + 1800
+        while not trials(run):
+            assert playing.poll() is None and time.monotonic() < deadline, \
+                "the play ended before a cell came home:\n" + playing.stdout.read()[-3000:]
+            time.sleep(0.5)
+        # Into the second trial: its restore, its server's start or its driver.
+        time.sleep(10)
+        home = trials(run)
+        host.pull_plug()
+        out, _ = playing.communicate(timeout=1800)
+        (base / "lost-play.log").write_text(out)
+        # The host named lost. (Its only host gone, Ansible runs no later play: the outcome play
+        # that names a lost host's unfinished cells in a fleet does not run for a host alone.)
+        assert playing.returncode == 4 and "fatal: [vm]: UNREACHABLE!" in out, out[-3000:]
+        first = "vm/" + CELL.format("md-raid5", 1)
+        assert list(home) == [first] and json.loads(home[first])["status"] == "ok"
+        after = trials(run)
+        assert {name: after[name] for name in home} == home
+        # The trial the plug cut is not recorded ok (it never came home, or came home failed).
+        assert all(json.loads(data)["status"] != "ok" for name, data in after.items() if name not in home)
+
+        host.boot()
+        done = play_matrix(inventory, knobs, log=base / "rerun-play.log")
+        ok(done)
+        # It says what it found of its own layout, and what it removed (the YAML callback may
+        # quote the message: match words without the apostrophe).
+        assert "earlier layout from the members" in done.stdout, done.stdout[-3000:]
+        assert "4 cells: 3 to run, 1 already finished" in done.stdout, done.stdout[-3000:]
+        final = trials(run)
+        assert sorted(final) == sorted("vm/" + CELL.format(name, r) for name in LEVELS for r in (1, 2))
+        assert final[first] == home[first]
+        for name, (level, data_members) in LEVELS.items():
+            for repeat in (1, 2):
+                trial = json.loads(final["vm/" + CELL.format(name, repeat)])
+                assert trial["status"] == "ok", trial.get("reasons")
+                assert trial["summary"]["throughput_median"] > 0
+                device, read_back = trial["device"], trial["device"]["layout"]["read_back"]
+                assert (read_back["kind"], read_back["level"], read_back["chunk_kib"]) == ("md", level, 512)
+                assert sorted(m["serial"] for m in read_back["members"]) == sorted(SERIALS)
+                assert device["mkfs_options"] == f"-d su=512k,sw={data_members}"
+                # The kernel's own stripe: a chunk at least, a chunk on every data member at best.
+                assert (read_back["io_min_bytes"], read_back["io_opt_bytes"]) == (512 << 10, data_members * 512 << 10)
+        leftovers = host.sh("grep ^md /proc/mdstat || true; vgs --noheadings 2>/dev/null || true;"
+                            " dmsetup ls 2>/dev/null | grep -v 'No devices' || true").stdout.strip()
+        assert leftovers == ""
