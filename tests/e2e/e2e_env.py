@@ -4,14 +4,19 @@ servers. Cleanup finds the loop device by its backing file and processes by the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from innomatrix_host import runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / ".venv" / "bin" / "ansible-playbook"
@@ -127,3 +132,35 @@ def pages_flushed_by_type(loaded) -> dict[str, dict[str, float]]:
         found[trial] = {kind: float(rows.loc[(rows["metric"] == name).to_numpy(), "value"].sum())
                         * float(meta["report_interval_s"]) for kind, name in names.items()}
     return found
+
+
+# This machine's MariaDB, for a private server: root by its socket, no test database.
+MARIADB = {"server": "mariadbd", "client": "mariadb", "admin": "mariadb-admin",
+           "install_db": ["mariadb-install-db", "--defaults-file={cnf}", "--auth-root-authentication-method=socket",
+                          "--skip-test-db"]}
+
+
+@contextlib.contextmanager
+def private_mariadb(options: str, port: int, prefix: str) -> Iterator[tuple[runtime.Server, Path]]:
+    """A MariaDB of its own (datadir, socket, port) under a new directory of /var/tmp, started with
+    `options`; stopped by the PID it started and its directory removed when the block ends.
+    Yields the server and that directory."""
+    # Not under /tmp/pytest-of-root (mode 0700): mysqld runs as `mysql` and must reach its socket.
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    base.chmod(0o755)
+    datadir, run_dir = base / "data", base / "run"
+    for directory in (datadir, run_dir):
+        directory.mkdir()
+        shutil.chown(directory, "mysql", "mysql")
+    instance = {"socket": str(run_dir / "mysqld.sock"), "port": port}
+    cnf = base / "my.cnf"
+    runtime.write_cnf(cnf, options, instance, datadir, run_dir / "mysqld.err", runtime.server_tmpdir(str(run_dir), instance))
+    mysqld = runtime.Server(MARIADB, cnf, instance["socket"], base / "mysqld.out")
+    try:
+        mysqld.initialize()
+        mysqld.start()
+        yield mysqld, base
+    finally:
+        mysqld.stop(timeout=120)
+        runtime.end(mysqld.proc)  # by the PID it started, if the clean shutdown did not end it
+        shutil.rmtree(base, ignore_errors=True)

@@ -9,8 +9,6 @@ A private MariaDB 10.11 (this machine's) in a directory of its own; about 15 s.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 import MySQLdb
 import pytest
 
+from e2e_env import private_mariadb
 from innomatrix_host import runtime
 from innomatrix_host.flush_points import FLUSH_TYPE_METRICS, METRIC_PREFIX
 
@@ -27,33 +26,13 @@ pytestmark = [
 ]
 
 PORT = 34993
-MARIADB = {"server": "mariadbd", "client": "mariadb", "admin": "mariadb-admin",
-           "install_db": ["mariadb-install-db", "--defaults-file={cnf}", "--auth-root-authentication-method=socket",
-                          "--skip-test-db"]}
 OPTIONS = "[mysqld]\ninnodb_buffer_pool_size = 32M\nskip_networking\n"
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[runtime.Server]:
-    # Not under /tmp/pytest-of-root (mode 0700): mysqld runs as `mysql` and must reach its socket.
-    base = Path(tempfile.mkdtemp(prefix="innomatrix-session-e2e-", dir="/var/tmp"))
-    base.chmod(0o755)
-    datadir, run_dir = base / "data", base / "run"
-    for directory in (datadir, run_dir):
-        directory.mkdir()
-        shutil.chown(directory, "mysql", "mysql")
-    instance = {"socket": str(run_dir / "mysqld.sock"), "port": PORT}
-    cnf = base / "my.cnf"
-    runtime.write_cnf(cnf, OPTIONS, instance, datadir, run_dir / "mysqld.err", runtime.server_tmpdir(str(run_dir), instance))
-    mysqld = runtime.Server(MARIADB, cnf, instance["socket"], base / "mysqld.out")
-    mysqld.initialize()
-    try:
-        mysqld.start()
+    with private_mariadb(OPTIONS, PORT, "innomatrix-session-e2e-") as (mysqld, _):
         yield mysqld
-    finally:
-        mysqld.stop(timeout=120)
-        runtime.end(mysqld.proc)  # by the PID this test started, if the clean shutdown did not end it
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_rows_come_typed(server: runtime.Server) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from innomatrix_host import runtime
+from e2e_env import private_mariadb
 from innomatrix_host import tpcc as tpcc_parse
 from innomatrix_host import tpcc_tool as tool
 
@@ -37,15 +37,12 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="TPCC-MYSQL TEST SKIPPED: it needs root (mariadbd runs as mysql)"),
 ]
 
-MARIADB = {"server": "mariadbd", "client": "mariadb", "admin": "mariadb-admin",
-           "install_db": ["mariadb-install-db", "--defaults-file={cnf}", "--auth-root-authentication-method=socket",
-                          "--skip-test-db"]}
 OPTIONS = "[mysqld]\ninnodb_buffer_pool_size = 128M\ninnodb_log_file_size = 256M\ninnodb_flush_log_at_trx_commit = 2\n"
 
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[Path]:
-    # Not under /tmp/pytest-of-root (mode 0700): mysqld runs as `mysql` and must reach its socket.
+    # The tool's build and the load's logs (the server has a directory of its own: private_mariadb).
     directory = Path(tempfile.mkdtemp(prefix="innomatrix-tpcc-e2e-", dir="/var/tmp"))
     directory.chmod(0o755)
     yield directory
@@ -53,25 +50,12 @@ def base() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def server(base: Path) -> Iterator[object]:
+def server() -> Iterator[object]:
     missing = [command for command in ("mariadbd", "mariadb-install-db", "mariadb", "make", "cc", "mysql_config")
                if shutil.which(command) is None]
     assert not missing, f"TPCC_MYSQL_SRC is set but these are missing: {missing}"
-    datadir, run_dir = base / "data", base / "run"
-    for directory in (datadir, run_dir):
-        directory.mkdir()
-        shutil.chown(directory, "mysql", "mysql")
-    instance = {"socket": str(run_dir / "mysqld.sock"), "port": PORT}
-    cnf = base / "my.cnf"
-    runtime.write_cnf(cnf, OPTIONS, instance, datadir, run_dir / "mysqld.err", runtime.server_tmpdir(str(run_dir), instance))
-    mysqld = runtime.Server(MARIADB, cnf, instance["socket"], base / "mysqld.out")
-    mysqld.initialize()
-    try:
-        mysqld.start()
+    with private_mariadb(OPTIONS, PORT, "innomatrix-tpcc-e2e-server-") as (mysqld, _):
         yield mysqld
-    finally:
-        mysqld.stop(timeout=120)
-        runtime.end(mysqld.proc)  # by the PID this test started, if the clean shutdown did not end it
 
 
 @pytest.fixture(scope="module")
