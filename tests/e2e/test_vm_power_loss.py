@@ -1,6 +1,6 @@
-"""OLTP on md-raid5 and md-raid10, and the plug pulled in the middle of it (issue #30, items 1 and
-6), on the VM host's own kernel: MariaDB and sysbench OLTP on md-raid5, then md-raid10, over 4
-members, two repeats each;
+"""OLTP on md-raid5, md-raid10 and lvm-stripe, and the plug pulled in the middle of it (issue #30,
+items 1 and 6), on the VM host's own kernel: MariaDB and sysbench OLTP on each layout in turn over
+4 members, two repeats each;
 once the first trial is home the VM's qemu is killed (SIGKILL: the guest's page cache and every
 write not yet on the member files are gone). The play names the host unreachable and ends; the
 trial it was running is not recorded ok; the finished one is kept byte for byte. After the VM
@@ -31,11 +31,13 @@ pytestmark = [*NEEDS_ROOT, needs_vm]
 
 SERIALS = ("im-r1", "im-r2", "im-r3", "im-r4")
 CELL = "{}-m4/xfs/oltp/A/bp-64M/t4/r{}"
-# Each layout's level as the kernel names it, and the data members of a stripe: a RAID5 over 4
-# has 3, a RAID10 (two copies) over 4 has 2.
-LEVELS = {"md-raid5": ("raid5", 3), "md-raid10": ("raid10", 2)}
+# Each layout as the kernel reads it back, its stripe unit and the data members of a stripe: a
+# RAID5 over 4 has 3, a RAID10 (two copies) over 4 has 2, a stripe all 4.
+SHAPES = {"md-raid5": ({"kind": "md", "level": "raid5", "chunk_kib": 512}, 512, 3),
+          "md-raid10": ({"kind": "md", "level": "raid10", "chunk_kib": 512}, 512, 2),
+          "lvm-stripe": ({"kind": "lvm", "stripes": 4, "stripe_kib": 64}, 64, 4)}
 KNOBS = {
-    "layouts": list(LEVELS), "members": [4], "workloads": ["oltp"], "filesystems": ["xfs"], "variants": ["A"],
+    "layouts": list(SHAPES), "members": [4], "workloads": ["oltp"], "filesystems": ["xfs"], "variants": ["A"],
     "bp_sizes": ["64M"], "threads": [4], "repeats": 2, "warmup": 3, "duration": 12, "report_interval": 1,
     "oltp_tables": 2, "oltp_table_size": 10000,
     # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
@@ -88,21 +90,21 @@ def test_oltp_on_md_raid5_loses_the_plug_mid_trial_and_a_rerun_finishes():
         # It says what it found of its own layout, and what it removed (the YAML callback may
         # quote the message: match words without the apostrophe).
         assert "earlier layout from the members" in done.stdout, done.stdout[-3000:]
-        assert "4 cells: 3 to run, 1 already finished" in done.stdout, done.stdout[-3000:]
+        assert "6 cells: 5 to run, 1 already finished" in done.stdout, done.stdout[-3000:]
         final = trials(run)
-        assert sorted(final) == sorted("vm/" + CELL.format(name, r) for name in LEVELS for r in (1, 2))
+        assert sorted(final) == sorted("vm/" + CELL.format(name, r) for name in SHAPES for r in (1, 2))
         assert final[first] == home[first]
-        for name, (level, data_members) in LEVELS.items():
+        for name, (shape, unit_kib, data_members) in SHAPES.items():
             for repeat in (1, 2):
                 trial = json.loads(final["vm/" + CELL.format(name, repeat)])
                 assert trial["status"] == "ok", trial.get("reasons")
                 assert trial["summary"]["throughput_median"] > 0
                 device, read_back = trial["device"], trial["device"]["layout"]["read_back"]
-                assert (read_back["kind"], read_back["level"], read_back["chunk_kib"]) == ("md", level, 512)
+                assert {key: read_back[key] for key in shape} == shape
                 assert sorted(m["serial"] for m in read_back["members"]) == sorted(SERIALS)
-                assert device["mkfs_options"] == f"-d su=512k,sw={data_members}"
-                # The kernel's own stripe: a chunk at least, a chunk on every data member at best.
-                assert (read_back["io_min_bytes"], read_back["io_opt_bytes"]) == (512 << 10, data_members * 512 << 10)
+                assert device["mkfs_options"] == f"-d su={unit_kib}k,sw={data_members}"
+                # The kernel's own stripe: a unit at least, a unit on every data member at best.
+                assert (read_back["io_min_bytes"], read_back["io_opt_bytes"]) == (unit_kib << 10, data_members * unit_kib << 10)
         leftovers = host.sh("grep ^md /proc/mdstat || true; vgs --noheadings 2>/dev/null || true;"
                             " dmsetup ls 2>/dev/null | grep -v 'No devices' || true").stdout.strip()
         assert leftovers == ""
