@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # the VM host and the inventori
 
 from remote_hosts import play_matrix, project_inventory, start_matrix  # noqa: E402
 from vm_host import Disk, vm_host  # noqa: E402
-from vm_layout_knobs import KNOBS, MEMBER_IOPS  # noqa: E402
+from vm_layout_knobs import KNOBS, MEMBER_IOPS, finished_trials as trials  # noqa: E402
 
 SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4")
 
@@ -92,10 +92,6 @@ def known() -> None:
                   f"(95 % CI {row['ci_low']:.3f}–{row['ci_high']:.3f}) {row['verdict']}")
 
 
-def trials(run: Path) -> dict[str, bytes]:
-    return {str(path.parent.relative_to(run)): path.read_bytes() for path in sorted(run.glob("vm/**/trial.json"))}
-
-
 def powerloss() -> None:
     disks = [Disk(serial, size=1 << 30) for serial in SERIALS[:2]]
     with vm_host("innomatrix-bench-vmp-", "vm-p", disks=disks) as (base, host):
@@ -104,17 +100,19 @@ def powerloss() -> None:
                  "fileio_step_duration": 10, "reconnect_grace": 60}
         inventory, path = inventory_and_knobs(base, host, "loss", **knobs)
         run = base / "results" / "loss"
-        playing = start_matrix(inventory, path)
+        # Beside base, which goes when the host does: the play's own account stays to be read.
+        lost_log = base.parent / f"{base.name}-lost.log"
+        playing = start_matrix(inventory, path, log=lost_log)
         while not trials(run):
             if playing.poll() is not None:
-                sys.exit(f"the play ended before a cell came home: {playing.stdout.read()[-2000:]}")
+                sys.exit(f"the play ended before a cell came home: {lost_log.read_text()[-2000:]}")
             time.sleep(0.5)
         time.sleep(8)  # into the next cell's trial
         home = trials(run)
         host.pull_plug()
         pulled = time.monotonic()
-        out, _ = playing.communicate(timeout=1800)
-        (base.parent / f"{base.name}-lost.log").write_text(out)
+        playing.wait(timeout=1800)
+        out = lost_log.read_text()
         print(f"plug pulled with {len(home)} cell(s) home: {', '.join(home)}")
         print(f"the play ended {time.monotonic() - pulled:.0f} s later, exit {playing.returncode}; it said: "
               + " | ".join(line.strip() for line in out.splitlines() if "did not finish" in line or "UNREACHABLE" in line))

@@ -48,7 +48,8 @@ class LayoutError(ValueError):
 
 
 def data_members(layout: dict[str, Any], members: int) -> int:
-    """Members whose chunks hold data in one stripe: what the filesystem spreads its writes over."""
+    """The stripe width in chunks, as md advertises it (its queue's optimal_io_size ÷ the chunk):
+    the members whose chunks hold data in one stripe, except over a RAID10 of an odd count."""
     if layout["kind"] == "md" and layout["level"] == 5:
         return members - 1
     if layout["kind"] == "md" and layout["level"] == 10:

@@ -337,10 +337,13 @@ def play_matrix(inventory: Path, knobs: Path, *extra: str, log: Path, timeout: f
     return done
 
 
-def start_matrix(inventory: Path, knobs: Path, *extra: str) -> subprocess.Popen:
-    """play_matrix, started and left running (a host is to be lost under it); stderr joins stdout."""
-    return subprocess.Popen(_matrix_argv(inventory, knobs, *extra), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=_PLAIN_OUTPUT)
+def start_matrix(inventory: Path, knobs: Path, *extra: str, log: Path) -> subprocess.Popen:
+    """play_matrix, started and left running (a host is to be lost under it). Its output, stderr
+    and stdout together, goes straight to log: a pipe nobody reads until the play ends would fill
+    (64 KiB) and stop the play mid-task."""
+    with open(log, "w") as out:
+        return subprocess.Popen(_matrix_argv(inventory, knobs, *extra), cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, env=_PLAIN_OUTPUT)
 
 
 @contextlib.contextmanager

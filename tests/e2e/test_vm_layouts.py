@@ -173,7 +173,7 @@ def test_md_raid0_and_lvm_stripe_over_2_and_4_members(vm):
     # throttle makes them agree within 0.2 %; one CI run put mdadm's pass 0.7 % above LVM's (603.5
     # and 599.0 IOPS over 2 members) and the trials' interval, 0.986-0.999, rightly excluded 1. A
     # "differs" here may claim only a small difference: its whole interval within the 6 %. Not 3 %:
-    # under TCG on two shared cores one trial of a pass can fall 5 % short of its throttle (a CI run:
+    # under TCG on two shared cores one trial of a pass can read 5 % under its sibling (a CI run:
     # md-raid0 over 4 read 1185.6 and 1127.0, LVM 1187.8 and 1193.9, a ratio of 1.030, "no difference").
     rows = pd.read_csv(run / "tables" / "layout_compare.csv").to_dict("records")
     for row in rows:

@@ -20,13 +20,16 @@ ALIAS = "ansible.module_utils.innomatrix_host"
 
 
 def _alias_host_package() -> None:
-    sys.modules.setdefault(ALIAS, innomatrix_host)
+    names = {ALIAS: innomatrix_host}
     for info in pkgutil.iter_modules(innomatrix_host.__path__):
-        sys.modules.setdefault(f"{ALIAS}.{info.name}", importlib.import_module(f"innomatrix_host.{info.name}"))
+        names[f"{ALIAS}.{info.name}"] = importlib.import_module(f"innomatrix_host.{info.name}")
+    for alias, module in names.items():
+        # An alias already there must be the module itself, never a copy loaded under that name.
+        assert sys.modules.setdefault(alias, module) is module, f"{alias} is a second copy of {module.__name__}"
 
 
 def load_host_module(name: str) -> ModuleType:
-    """host/modules/<name>.py, executed once as the module `name`."""
+    """host/modules/<name>.py, executed (anew, on each call) as the module `name`: callers keep it."""
     _alias_host_package()
     spec = importlib.util.spec_from_file_location(name, ROOT / "host" / "modules" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)

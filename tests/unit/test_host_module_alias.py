@@ -4,9 +4,20 @@ import, whatever order pytest collects them in."""
 
 from __future__ import annotations
 
+import pkgutil
+import sys
+
 import innomatrix_host
 import innomatrix_host.runtime
+from host_module import ALIAS
 from trial_module import trial_module
+
+
+def test_every_submodule_has_one_copy_under_both_names() -> None:
+    names = [info.name for info in pkgutil.iter_modules(innomatrix_host.__path__)]
+    assert "runtime" in names and "layouts" in names
+    for name in names:
+        assert sys.modules[f"{ALIAS}.{name}"] is sys.modules[f"innomatrix_host.{name}"], name
 
 
 def test_the_module_and_the_tests_share_one_runtime() -> None:
