@@ -326,13 +326,15 @@ def _matrix_argv(inventory: Path, knobs: Path, *extra: str) -> list[str]:
     return [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(inventory), "matrix.yml", "-e", f"@{knobs}", *extra]
 
 
-_PLAIN_OUTPUT = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+def _plain_output() -> dict[str, str]:
+    """This process's environment as it is now, with Ansible's colours off."""
+    return dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
 
 
 def play_matrix(inventory: Path, knobs: Path, *extra: str, log: Path, timeout: float = 1800) -> subprocess.CompletedProcess:
     """ansible-playbook matrix.yml against the inventory with the knobs file; its output goes to log."""
     done = subprocess.run(_matrix_argv(inventory, knobs, *extra), cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=_PLAIN_OUTPUT)
+                          timeout=timeout, env=_plain_output())
     log.write_text(done.stdout + done.stderr)
     return done
 
@@ -343,7 +345,7 @@ def start_matrix(inventory: Path, knobs: Path, *extra: str, log: Path) -> subpro
     (64 KiB) and stop the play mid-task."""
     with open(log, "w") as out:
         return subprocess.Popen(_matrix_argv(inventory, knobs, *extra), cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT, env=_PLAIN_OUTPUT)
+                                stderr=subprocess.STDOUT, env=_plain_output())
 
 
 @contextlib.contextmanager
