@@ -27,7 +27,7 @@ SIZE=6G
 PACKAGES=(
   linux-image-amd64 initramfs-tools systemd-sysv udev kmod ifupdown isc-dhcp-client iproute2
   openssh-server openssh-sftp-server sudo python3 python3-apt
-  mdadm lvm2 smartmontools nvme-cli xfsprogs e2fsprogs util-linux procps sysstat
+  mdadm lvm2 thin-provisioning-tools bcache-tools smartmontools nvme-cli xfsprogs e2fsprogs util-linux procps sysstat
   mariadb-server mariadb-client python3-mysqldb sysbench
   build-essential libmariadb-dev libmariadb-dev-compat git xz-utils
 )
