@@ -342,9 +342,12 @@ def _storages(knobs: dict[str, Any], ctx: Context) -> list[dict[str, Any]]:
             raise PlanError(f"layouts: {name} is built over the host's devices, and {ctx.host} lists none; "
                             "give the host devices: [/dev/disk/by-id/…, …]")
         params = storage_layouts.LAYOUTS[name]
-        for count in counts or [len(ctx.member_ids)]:
+        # A cache layout is over its two members (backing, cache) whatever `members` sweeps.
+        fixed = params.get("fixed_members")
+        for count in [fixed] if fixed else counts or [len(ctx.member_ids)]:
             if count > len(ctx.member_ids):
-                raise PlanError(f"members: {name} over {count} members needs {count} devices; "
+                roles = f" (the {' and the '.join(storage_layouts.CACHE_ROLES)} device, in that order)" if fixed else ""
+                raise PlanError(f"members: {name} over {count} members needs {count} devices{roles}; "
                                 f"{ctx.host} lists {len(ctx.member_ids)}")
             if count < params["min_members"]:
                 raise PlanError(f"members: {name} needs at least {params['min_members']} members; "
@@ -911,7 +914,8 @@ def describe(plan: dict[str, Any]) -> list[str]:
         if storage["layout"] != layout.PLAIN:
             aligned = "; ".join(f"mkfs.{fs} {opts}" for fs, opts in storage["alignment"]["mkfs_options"].items() if opts)
             lines.append(f"would build {storage['layout']} over {storage['members']} member(s) "
-                         f"({', '.join(storage['member_ids'])}){': ' + aligned if aligned else ''}; "
+                         f"({', '.join(storage_layouts.member_roles(storage['params'], storage['member_ids']))})"
+                         f"{': ' + aligned if aligned else ''}; "
                          "a layout the suite left on them is removed first, never reassembled; "
                          "removed when its passes end")
     counts = plan["counts"]

@@ -1,4 +1,5 @@
-"""Storage layouts over several member devices: md RAID and LVM stripes, as the seeds compared them.
+"""Storage layouts over several member devices: md RAID and LVM stripes, as seed 001 compared them,
+and a flash cache in front of a slow disk (dm-cache and dm-writecache through LVM), as seed 000 did.
 
 A layout is data (LAYOUTS: its kind, RAID level and chunk or stripe size); this module turns one,
 with its members, into the commands that build and remove it, reads back what the kernel made,
@@ -28,14 +29,37 @@ TAG = "innomatrix"
 VG, LV = "innomatrix", "bench"
 SYS_BLOCK = Path("/sys/class/block")
 
-# Each entry: how it is built (md or lvm), the RAID level, the chunk or stripe size in KiB, the md
-# metadata version; fewest members; members that hold data (a RAID5 spends one on parity).
+# Each entry: how it is built (md, or lvm and its logical volume's type), the RAID level, the chunk
+# or stripe size in KiB, the md metadata version; fewest members.
+#
+# The cache family is over exactly two members, in the order the host lists its devices: the
+# backing device (the slow disk) first, the cache device (the flash) second. Seed 000's three-way
+# comparison is these layouts side by side over the same two members: the backing device alone,
+# the cache device alone (a linear volume on one of them; the other is checked and left blank),
+# and the cache in front of the backing device. A cache takes the whole cache device (LVM's
+# cachevol: data and metadata on one volume): `chunk_kib` is dm-cache's block, `settings` its
+# policy's or dm-writecache's tunables (writecache's watermarks are its dirty threshold, in per
+# cent of the cache's blocks).
 LAYOUTS: dict[str, dict[str, Any]] = {
     "md-raid0": {"kind": "md", "level": 0, "chunk_kib": 512, "metadata": "1.2", "min_members": 1},
     "md-raid5": {"kind": "md", "level": 5, "chunk_kib": 512, "metadata": "1.2", "min_members": 3},
     "md-raid10": {"kind": "md", "level": 10, "chunk_kib": 512, "metadata": "1.2", "min_members": 2},
-    "lvm-stripe": {"kind": "lvm", "stripe_kib": 64, "min_members": 1},
+    "lvm-stripe": {"kind": "lvm", "type": "striped", "stripe_kib": 64, "min_members": 1},
+    "lvm-backing-only": {"kind": "lvm", "type": "linear", "on_member": 0, "min_members": 2, "fixed_members": 2},
+    "lvm-cache-device-only": {"kind": "lvm", "type": "linear", "on_member": 1, "min_members": 2,
+                              "fixed_members": 2},
+    "lvm-cache-writeback": {"kind": "lvm", "type": "cache", "cache_mode": "writeback", "policy": "smq",
+                            "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2},
+    "lvm-cache-writethrough": {"kind": "lvm", "type": "cache", "cache_mode": "writethrough", "policy": "smq",
+                               "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2},
+    "lvm-writecache": {"kind": "lvm", "type": "writecache",
+                       "settings": {"high_watermark": 50, "low_watermark": 45}, "min_members": 2,
+                       "fixed_members": 2},
 }
+# What each member of a two-member cache layout is, in order.
+CACHE_ROLES = ("backing", "cache")
+# The cache volume LVM attaches to the benchmark's volume (its cachevol).
+CACHE_LV = "cache"
 
 
 # The superblock names the suite's arrays carry: exactly these, never any `innomatrix:` array
@@ -49,7 +73,10 @@ class LayoutError(ValueError):
 
 def data_members(layout: dict[str, Any], members: int) -> int:
     """The stripe width in chunks, as md advertises it (its queue's optimal_io_size ÷ the chunk):
-    the members whose chunks hold data in one stripe, except over a RAID10 of an odd count."""
+    the members whose chunks hold data in one stripe, except over a RAID10 of an odd count. A
+    layout that stripes over none (a linear volume, a cache in front of a disk) has one."""
+    if not striped(layout):
+        return 1
     if layout["kind"] == "md" and layout["level"] == 5:
         return members - 1
     if layout["kind"] == "md" and layout["level"] == 10:
@@ -60,8 +87,24 @@ def data_members(layout: dict[str, Any], members: int) -> int:
     return members
 
 
-def stripe_unit_kib(layout: dict[str, Any]) -> int:
+def striped(layout: dict[str, Any]) -> bool:
+    """Whether the layout spreads its data over its members in chunks (md RAID, an LVM stripe)."""
+    return layout["kind"] == "md" or layout.get("type") == "striped"
+
+
+def stripe_unit_kib(layout: dict[str, Any]) -> int | None:
+    """The chunk or stripe size, None for a layout that stripes over nothing."""
+    if not striped(layout):
+        return None
     return int(layout["chunk_kib"] if layout["kind"] == "md" else layout["stripe_kib"])
+
+
+def member_roles(layout: dict[str, Any], members: Sequence[str]) -> list[str]:
+    """`role: member` for a cache layout's members (backing first, then cache); the members as
+    they are for any other layout."""
+    if layout.get("fixed_members") == len(CACHE_ROLES):
+        return [f"{role}: {member}" for role, member in zip(CACHE_ROLES, members)]
+    return list(members)
 
 
 def alignment(layout: dict[str, Any], members: int, block_bytes: int = 4096) -> dict[str, Any]:
@@ -93,6 +136,9 @@ def check(name: str, members: Sequence[str]) -> dict[str, Any]:
     layout = LAYOUTS[name]
     if len(members) < layout["min_members"]:
         raise LayoutError(f"{name} needs at least {layout['min_members']} members; {len(members)} given")
+    if layout.get("fixed_members") not in (None, len(members)):
+        raise LayoutError(f"{name} is over exactly {layout['fixed_members']} members "
+                          f"({', '.join(CACHE_ROLES)} device); {len(members)} given")
     seen: dict[str, str] = {}
     for member in members:
         real = os.path.realpath(member)
@@ -114,12 +160,31 @@ def build_commands(name: str, members: Sequence[str]) -> list[list[str]]:
                  f"--level={layout['level']}", f"--raid-devices={count}", f"--chunk={layout['chunk_kib']}K",
                  f"--metadata={layout['metadata']}", f"--homehost={TAG}", f"--name={name}", *members],
                 ["wipefs", "--all", array_path(name)]]
-    return [
-        ["pvcreate", "--yes", *members],
-        ["vgcreate", "--addtag", TAG, VG, *members],
-        ["lvcreate", "--yes", "--wipesignatures", "y", "--type", "striped", f"--stripes={count}",
-         f"--stripesize={layout['stripe_kib']}k", "--extents", "100%FREE", "--name", LV, VG],
-    ]
+    group = [["pvcreate", "--yes", *members], ["vgcreate", "--addtag", TAG, VG, *members]]
+    if layout["type"] == "striped":
+        return [*group, ["lvcreate", "--yes", "--wipesignatures", "y", "--type", "striped", f"--stripes={count}",
+                         f"--stripesize={layout['stripe_kib']}k", "--extents", "100%FREE", "--name", LV, VG]]
+    # A linear volume on one member (a cache's: on the backing device), all of it (100%PVS: of the
+    # physical volumes named).
+    volume = ["lvcreate", "--yes", "--wipesignatures", "y", "--type", "linear", "--extents", "100%PVS",
+              "--name", LV, VG, members[layout.get("on_member", 0)]]
+    if layout["type"] == "linear":
+        return [*group, volume]
+    # The cache: a volume over all of the cache device, attached to the benchmark's volume. A
+    # writeback cache begins clean (its volume is zeroed), so nothing is written back at first.
+    settings = [arg for key, value in sorted(layout["settings"].items())
+                for arg in ("--cachesettings", f"{key}={value}")]
+    if layout["type"] == "cache":
+        attach = ["lvconvert", "--yes", "--type", "cache", "--cachevol", f"{VG}/{CACHE_LV}",
+                  "--cachemode", layout["cache_mode"], "--cachepolicy", layout["policy"],
+                  "--chunksize", f"{layout['chunk_kib']}k", *settings, f"{VG}/{LV}"]
+    else:
+        attach = ["lvconvert", "--yes", "--type", "writecache", "--cachevol", f"{VG}/{CACHE_LV}", *settings,
+                  f"{VG}/{LV}"]
+    return [*group, volume,
+            ["lvcreate", "--yes", "--wipesignatures", "y", "--zero", "y", "--type", "linear", "--extents", "100%PVS",
+             "--name", CACHE_LV, VG, members[1]],
+            attach]
 
 
 # --- reading what is on a member -----------------------------------------------------------------
@@ -262,22 +327,61 @@ def md_read_back(array: str, runner: Run = run) -> dict[str, Any]:
     }
 
 
+def leaves(name: str) -> list[str]:
+    """The disks under a device-mapper or md device, through every layer between (a cache's
+    origin and cache volumes, a volume's physical volumes): the block devices with no slaves."""
+    folder = SYS_BLOCK / name / "slaves"
+    below = sorted(entry.name for entry in folder.iterdir()) if folder.is_dir() else []
+    return sorted({leaf for slave in below for leaf in leaves(slave)}) if below else [name]
+
+
+def kernel_name(device_number: str) -> str:
+    """The kernel's name for a MAJOR:MINOR as a device-mapper table gives it, "" if none."""
+    path = Path("/sys/dev/block") / device_number
+    return os.path.basename(os.path.realpath(path)) if path.exists() else ""
+
+
+def dm_table_fields(table: list[str]) -> dict[str, Any]:
+    """What a device-mapper table line says of the layout (`dmsetup table`, split): a stripe's
+    count and size; a cache's mode, policy, block size and the devices it caches and holds; a
+    writecache's block size and settings. Fields it cannot read stay None."""
+    fields: dict[str, Any] = {"target": table[2] if len(table) >= 3 else "", "stripes": None, "stripe_kib": None}
+    try:
+        if fields["target"] == "striped":
+            # <start> <length> striped <stripes> <chunk sectors> <dev> <offset> ...
+            fields.update(stripes=int(table[3]), stripe_kib=int(table[4]) // 2)
+        elif fields["target"] == "cache":
+            # <start> <length> cache <metadata dev> <cache dev> <origin dev> <block sectors>
+            #   <#features> <feature>* <policy> <#policy args> <policy arg>*
+            count = int(table[7])
+            features = table[8:8 + count]
+            modes = [f for f in features if f in ("writeback", "writethrough", "passthrough")]
+            fields.update(cache_device=table[4], origin_device=table[5], chunk_kib=int(table[6]) // 2,
+                          features=features, cache_mode=modes[0] if modes else "writethrough",
+                          policy=table[8 + count], policy_args=table[10 + count:])
+        elif fields["target"] == "writecache":
+            # <start> <length> writecache <p|s> <origin dev> <cache dev> <block bytes> <#args> <arg>*
+            fields.update(origin_device=table[4], cache_device=table[5], block_bytes=int(table[6]),
+                          settings=table[8:8 + int(table[7])])
+    except (IndexError, ValueError):
+        pass
+    return fields
+
+
 def lvm_read_back(runner: Run = run) -> dict[str, Any]:
-    """The striped logical volume as device-mapper holds it: `dmsetup table` and its slaves."""
+    """The logical volume as device-mapper holds it: `dmsetup table`, the disks under it, and for
+    a cache which of them is the backing device and which the cache device."""
     path = f"/dev/{VG}/{LV}"
     name = os.path.basename(os.path.realpath(path))
     table = runner(["dmsetup", "table", f"{VG}-{LV}"]).stdout.split()
-    # <start> <length> striped <stripes> <chunk sectors> <dev> <offset> ...
-    striped = len(table) >= 5 and table[2] == "striped"
-    members = sorted(entry.name for entry in (SYS_BLOCK / name / "slaves").iterdir()) \
-        if (SYS_BLOCK / name / "slaves").is_dir() else []
-    return {
-        "kind": "lvm", "name": name, "path": path, "table": " ".join(table),
-        "stripes": int(table[3]) if striped else None,
-        "stripe_kib": int(table[4]) // 2 if striped else None,
-        **io_hints(name),
-        "members": [member_record(m) for m in members],
-    }
+    fields = dm_table_fields(table)
+    record = {"kind": "lvm", "name": name, "path": path, "table": " ".join(table), **fields, **io_hints(name),
+              "members": [member_record(m) for m in (leaves(name) if (SYS_BLOCK / name).is_dir() else [])]}
+    for role, device in (("backing", fields.get("origin_device")), ("cache", fields.get("cache_device"))):
+        if device:
+            under = kernel_name(device)
+            record[f"{role}_members"] = leaves(under) if under else []
+    return record
 
 
 # --- the suite's own layouts: which holders are its, and how they go --------------------------------
@@ -285,11 +389,16 @@ def lvm_read_back(runner: Run = run) -> dict[str, Any]:
 
 def holder_is_ours(holder: str, runner: Run = run) -> bool:
     """Whether a block device holding a member is the suite's: an md array whose superblock name
-    carries the tag, or the suite's logical volume (device-mapper names it VG-LV)."""
+    carries the tag, or a logical volume of the suite's volume group (device-mapper names it
+    VG-LV, a cache's hidden volumes VG-LV_corig, VG-cache_cvol and so on; LVM doubles a hyphen
+    within a name, so a group called `innomatrix-x` reads `innomatrix--x-…`). The volume group's
+    tag is checked on the member itself (ours()); LVM's device-mapper UUIDs begin `LVM-`."""
     if holder.startswith("md"):
         detail = key_values(runner(["mdadm", "--detail", "--export", f"/dev/{holder}"]).stdout)
         return detail.get("MD_NAME", "") in SUITE_MD_NAMES
-    return sysfs(holder, "dm/name") == f"{VG}-{LV}"
+    dm_name = sysfs(holder, "dm/name")
+    return (sysfs(holder, "dm/uuid").startswith("LVM-") and dm_name.startswith(f"{VG}-")
+            and not dm_name.startswith(f"{VG}--"))
 
 
 def removal_commands(states: Sequence[dict[str, Any]], runner: Run = run) -> list[list[str]]:

@@ -25,6 +25,54 @@ def test_the_filesystem_is_aligned_to_the_data_members_stripe(name, members, dat
 
 def test_one_data_member_has_no_stripe_to_align_to() -> None:
     assert layouts.alignment(LAYOUTS["md-raid0"], 1)["mkfs_options"] == {"xfs": "", "ext4": ""}
+    for name in ("lvm-backing-only", "lvm-cache-device-only", "lvm-cache-writeback", "lvm-writecache"):
+        assert layouts.alignment(LAYOUTS[name], 2) == {"stripe_unit_kib": None, "data_members": 1,
+                                                       "mkfs_options": {"xfs": "", "ext4": ""}}
+
+
+def test_a_cache_is_built_over_the_whole_cache_device_in_front_of_the_whole_backing_device() -> None:
+    hdd, ssd = "/dev/vdb", "/dev/nvme0n1"
+    group = [["pvcreate", "--yes", hdd, ssd], ["vgcreate", "--addtag", "innomatrix", "innomatrix", hdd, ssd]]
+    on = ["lvcreate", "--yes", "--wipesignatures", "y", "--type", "linear", "--extents", "100%PVS", "--name", "bench",
+          "innomatrix"]
+    assert layouts.build_commands("lvm-backing-only", [hdd, ssd]) == [*group, [*on, hdd]]
+    assert layouts.build_commands("lvm-cache-device-only", [hdd, ssd]) == [*group, [*on, ssd]]
+    cache_volume = ["lvcreate", "--yes", "--wipesignatures", "y", "--zero", "y", "--type", "linear", "--extents",
+                    "100%PVS", "--name", "cache", "innomatrix", ssd]
+    assert layouts.build_commands("lvm-cache-writeback", [hdd, ssd]) == [*group, [*on, hdd], cache_volume, [
+        "lvconvert", "--yes", "--type", "cache", "--cachevol", "innomatrix/cache", "--cachemode", "writeback",
+        "--cachepolicy", "smq", "--chunksize", "64k", "innomatrix/bench"]]
+    assert layouts.build_commands("lvm-writecache", [hdd, ssd])[-1] == [
+        "lvconvert", "--yes", "--type", "writecache", "--cachevol", "innomatrix/cache",
+        "--cachesettings", "high_watermark=50", "--cachesettings", "low_watermark=45", "innomatrix/bench"]
+    assert layouts.member_roles(LAYOUTS["lvm-cache-writethrough"], [hdd, ssd]) == [f"backing: {hdd}", f"cache: {ssd}"]
+    assert layouts.member_roles(LAYOUTS["lvm-stripe"], [hdd, ssd]) == [hdd, ssd]
+    with pytest.raises(LayoutError, match=r"lvm-cache-writeback is over exactly 2 members \(backing, cache device\); 3 given"):
+        layouts.check("lvm-cache-writeback", [hdd, ssd, "/dev/vdc"])
+
+
+@pytest.mark.parametrize("table, fields", [
+    ("0 4194304 striped 4 128 252:16 2048 252:32 2048 252:48 2048 252:64 2048",
+     {"target": "striped", "stripes": 4, "stripe_kib": 64}),
+    ("0 2088960 cache 253:3 253:2 253:1 128 2 metadata2 writeback smq 0",
+     {"target": "cache", "stripes": None, "stripe_kib": None, "cache_device": "253:2", "origin_device": "253:1",
+      "chunk_kib": 64, "features": ["metadata2", "writeback"], "cache_mode": "writeback", "policy": "smq",
+      "policy_args": []}),
+    # No mode among the features: dm-cache's default, writethrough.
+    ("0 2088960 cache 253:3 253:2 253:1 128 1 metadata2 smq 2 migration_threshold 2048",
+     {"target": "cache", "stripes": None, "stripe_kib": None, "cache_device": "253:2", "origin_device": "253:1",
+      "chunk_kib": 64, "features": ["metadata2"], "cache_mode": "writethrough", "policy": "smq",
+      "policy_args": ["migration_threshold", "2048"]}),
+    ("0 2088960 writecache s 253:1 253:2 4096 4 high_watermark 50 low_watermark 45",
+     {"target": "writecache", "stripes": None, "stripe_kib": None, "origin_device": "253:1", "cache_device": "253:2",
+      "block_bytes": 4096, "settings": ["high_watermark", "50", "low_watermark", "45"]}),
+    ("0 2088960 linear 252:16 2048", {"target": "linear", "stripes": None, "stripe_kib": None}),
+    # Cut short: what it cannot read stays unread, never a traceback.
+    ("0 2088960 cache 253:3 253:2", {"target": "cache", "stripes": None, "stripe_kib": None}),
+    ("", {"target": "", "stripes": None, "stripe_kib": None}),
+])
+def test_a_device_mapper_table_is_read_for_its_layout(table, fields) -> None:
+    assert layouts.dm_table_fields(table.split()) == fields
 
 
 def test_a_layout_is_refused_when_unknown_short_of_members_or_given_a_member_twice(tmp_path) -> None:

@@ -67,7 +67,12 @@ def test_the_key_names_the_layout_its_members_and_who_they_are() -> None:
      "[/dev/disk/by-id/…, …]"),
     ({"layouts": "md-raid0", "members": "2,8"}, DEVICES, "members: md-raid0 over 8 members needs 8 devices; db1 lists 4"),
     ({"layouts": "md-raid5", "members": "2"}, DEVICES, "members: md-raid5 needs at least 3 members; members asks 2"),
-    ({"layouts": "raid6"}, DEVICES, "layouts: unknown raid6; accepted: plain, md-raid0, md-raid5, md-raid10, lvm-stripe"),
+    ({"layouts": "raid6"}, DEVICES, "layouts: unknown raid6; accepted: plain, md-raid0, md-raid5, md-raid10, lvm-stripe, "
+                                    "lvm-backing-only, lvm-cache-device-only, lvm-cache-writeback, lvm-cache-writethrough, "
+                                    "lvm-writecache"),
+    ({"layouts": "lvm-cache-writeback"}, ctx(member_ids=("serial:hdd",)),
+     "members: lvm-cache-writeback over 2 members needs 2 devices (the backing and the cache device, in that order); "
+     "db1 lists 1"),
     ({"layouts": "md-raid0", "members": "2,02"}, DEVICES, "members: 2 and 02 are the same value; list each once"),
 ])
 def test_a_layout_the_host_cannot_build_is_refused_in_one_line(changes, context, message) -> None:
@@ -82,3 +87,23 @@ def test_the_plan_says_what_it_would_build() -> None:
     assert ("would build md-raid0 over 2 member(s) (serial:m1, serial:m2): mkfs.xfs -d su=512k,sw=2; "
             "mkfs.ext4 -E stride=128,stripe_width=256; a layout the suite left on them is removed first, never reassembled; "
             "removed when its passes end") in lines
+
+
+def test_seed_000s_three_way_comparison_is_one_matrix_over_the_backing_and_the_cache_device() -> None:
+    # A cache layout is over the first two devices whatever `members` sweeps (the stripe's 1 and 4
+    # here), backing first: the backing device alone, the cache device alone and the cache in front
+    # of the backing device sit side by side under one member count, so the report compares them.
+    names = "lvm-stripe,lvm-backing-only,lvm-cache-device-only,lvm-cache-writeback"
+    the_plan = plan.expand(knobs(filesystems="xfs", layouts=names, members="1,4"), DEVICES, {})
+    assert [(p["storage"]["layout"], p["storage"]["members"], p["storage"]["member_ids"]) for p in the_plan["passes"]] == [
+        ("lvm-stripe", 1, ["serial:m1"]), ("lvm-stripe", 4, ["serial:m1", "serial:m2", "serial:m3", "serial:m4"]),
+        ("lvm-backing-only", 2, ["serial:m1", "serial:m2"]), ("lvm-cache-device-only", 2, ["serial:m1", "serial:m2"]),
+        ("lvm-cache-writeback", 2, ["serial:m1", "serial:m2"])]
+    # No stripe: nothing to align to.
+    assert {p["mkfs_options"] for p in the_plan["passes"][2:]} == {""}
+    lines = plan.describe(the_plan)
+    assert ("would build lvm-cache-writeback over 2 member(s) (backing: serial:m1, cache: serial:m2); "
+            "a layout the suite left on them is removed first, never reassembled; removed when its passes end") in lines
+    # Each layout is its own result: no key is shared between them.
+    keys = {name: {cell["key"] for cell in the_plan["cells"] if cell["layout"] == name} for name in names.split(",")}
+    assert sum(map(len, keys.values())) == len(set().union(*keys.values()))
