@@ -19,7 +19,9 @@ since boot) are not samples and are dropped by their parsers.
 Metrics: driver figures as sysbench prints them, plus `driver.throughput` (tps, or read + write
 MiB/s for fileio); every vmstat column; iostat's CPU (`iostat.cpu_*`) and device columns;
 from status.log the counters in `STATUS_COUNTERS` as rates per second (delta over the time
-between samples) and the gauges in `STATUS_GAUGES` as levels.
+between samples) and the gauges in `STATUS_GAUGES` as levels; on a flash cache, from cache.log
+its counters' growth between samples and its levels (`cache.read_hits`, `cache.read_hit_ratio`,
+`cache.dirty_mib`: innomatrix.parse.cache).
 
 A tree is untrusted input (people share them): it is walked and its files opened by
 `innomatrix.tree` (no symlink, device or FIFO; no log larger than its trial could write), every
@@ -47,7 +49,7 @@ import pandas as pd
 from innomatrix import bounds, layout, record, tree
 from innomatrix_host import flags as host_flags
 from innomatrix_host import flush_points, mycnf, server_log, settings
-from innomatrix.parse import ParseError, Samples, iostat, status, vmstat
+from innomatrix.parse import ParseError, Samples, cache, iostat, status, vmstat
 from innomatrix.parse.fast_sysbench import DriverOutput, parse_output_columns
 from innomatrix_host import sysbench, tpcc
 from innomatrix_host.measured import EPSILON_S, first_measured_t
@@ -257,11 +259,14 @@ def load_trial(directory: Path, run: Path) -> TrialData:
         "vmstat": ("vmstat.log", lambda path, raw: vmstat.read(path, raw)),
         "iostat": ("iostat.json", lambda path, raw: iostat.read(path, device, raw)),
         "status": ("status.log", lambda path, raw: status.read(path, STATUS_COUNTERS + STATUS_GAUGES, raw)),
+        # A flash cache's own counters (a trial on a cache layout has them; no other trial does).
+        "cache": ("cache.log", lambda path, raw: cache.read(path, raw)),
     }
     for source, (name, reader) in readers.items():
         path = directory / name
         if not os.path.lexists(path):
-            notes.append(f"{source}: no {name}")
+            if source != "cache":
+                notes.append(f"{source}: no {name}")
             continue
         raw = tree.read_log(path, seconds, meta["report_interval_s"])
         samples = reader(path, raw)

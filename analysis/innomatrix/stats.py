@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from innomatrix_host import cache_status
 from innomatrix_host import flags as host_flags
 from innomatrix_host import settings, steady
 from innomatrix import layout
@@ -425,6 +426,26 @@ def flush_points(meta: pd.Series) -> tuple[int | None, int | None]:
     return known(meta.get("flush_async_bytes")), known(meta.get("flush_sync_bytes"))
 
 
+def cache_figures(rows: pd.DataFrame | None) -> dict[str, float]:
+    """A flash cache's figures over the measured intervals (cache.log's growth between samples):
+    the read and write hit ratios, the dirty data at the end, and the read hit ratio of each half of
+    the window, split as the host splits it (innomatrix_host.collected.cache_summary). NaN where
+    the trial has no cache.log or the cache was asked nothing."""
+    def ratio(hits: np.ndarray, misses: np.ndarray) -> float:
+        found = cache_status.hit_ratio(float(np.nansum(hits)), float(np.nansum(misses))) if hits.size else None
+        return float("nan") if found is None else found
+    hits, misses = _series(rows, "cache.read_hits"), _series(rows, "cache.read_misses")
+    dirty = _series(rows, "cache.dirty_mib")
+    split = (hits.size - 1) // 2 + 1
+    return {
+        "cache_read_hit_ratio": ratio(hits, misses),
+        "cache_write_hit_ratio": ratio(_series(rows, "cache.write_hits"), _series(rows, "cache.write_misses")),
+        "cache_dirty_mib_end": float(dirty[-1]) if dirty.size else float("nan"),
+        "cache_read_hit_ratio_first_half": ratio(hits[:split], misses[:split]),
+        "cache_read_hit_ratio_second_half": ratio(hits[split:], misses[split:]),
+    }
+
+
 def _max(values: np.ndarray) -> float:
     values = values[~np.isnan(values)]
     return float(values.max()) if values.size else float("nan")
@@ -529,6 +550,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "write_amplification": device_bps / innodb_bps if innodb_bps and innodb_bps > 0 else float("nan"),
         # How far the checkpoint trailed the redo at worst while measuring (frame.CHECKPOINT_AGE).
         "checkpoint_age_max_mib": _max(_series(rows, "status.checkpoint_age")) / 2 ** 20,
+        **cache_figures(rows),
         # fileio: the whole run's percentiles from sysbench's latency histogram (trial.json).
         "fileio_run_p95_ms": meta["fileio_run_p95_ms"],
         "fileio_run_p99_ms": meta["fileio_run_p99_ms"],
@@ -587,6 +609,8 @@ def flags(row: dict[str, Any], meta: pd.Series, th: Thresholds, stalled: list[bo
             reasons.append(f"short: {row['measured_s']:g} s measured of {asked:g} s asked")
     reasons += [found["text"] for found in host_flags.resources(meta["workload"], row["dev_r_s"], row["cpu_id"],
                                                                 row["cpu_wa"], th.reads_per_s, th.cpu_floor_pct)]
+    reasons += [found["text"] for found in [host_flags.cache_warming(row["cache_read_hit_ratio_first_half"],
+                                                                     row["cache_read_hit_ratio_second_half"])] if found]
     if meta.get("iostat_truncated"):
         reasons.append("iostat.json cut short (read up to its last complete sample)")
     if meta.get("server_flags"):

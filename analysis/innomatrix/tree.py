@@ -198,6 +198,8 @@ BUDGETS = {
     "vmstat.log": LogBudget(fixed=4 * KIB, per_sample=256),
     "iostat.json": LogBudget(fixed=8 * KIB, per_sample=8 * KIB),
     "status.log": LogBudget(fixed=256 * KIB, per_sample=16 * KIB),
+    # A dm-cache status line with its policy's arguments is under 400 bytes, an error line under 300.
+    "cache.log": LogBudget(fixed=4 * KIB, per_sample=1 * KIB),
 }
 # Collectors start before the driver and stop after it; a trial's record may lack its end time.
 SLACK_S = 600.0

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import flush_points, server_log, stalls
+from . import cache_status, flush_points, server_log, stalls
+from .layouts import LV, VG
 from .measured import EPSILON_S, first_measured_t
 
 # vmstat and iostat stamp their samples in whole seconds, the status sampler in milliseconds.
@@ -49,6 +50,54 @@ def watched_devices(device: Mapping[str, Any]) -> list[str]:
     layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
     members = (layout.get("read_back") or {}).get("members") or []
     return [kernel_name(device), *(m["name"] for m in members if isinstance(m, Mapping) and m.get("name"))]
+
+
+def cache_dm_name(device: Mapping[str, Any]) -> str | None:
+    """The device-mapper name of the flash cache a trial runs on (its cache.log is that device's
+    status), or None when the device under test is no cache."""
+    layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
+    read_back = layout.get("read_back") if isinstance(layout.get("read_back"), Mapping) else {}
+    return f"{VG}-{LV}" if read_back.get("target") in ("cache", "writecache") else None
+
+
+def cache_samples(text: str) -> list[tuple[dt.datetime, dict[str, Any]]]:
+    """cache.log as the host reads it: each sample's time and counters; a line it cannot read is
+    left out (the report reads the file again, and names any such line)."""
+    samples = []
+    for line in text.splitlines()[1:]:
+        try:
+            stamp_text, status = cache_status.sample_line(line)
+            samples.append((dt.datetime.fromisoformat(stamp_text.replace("Z", "+00:00")),
+                            cache_status.parse_status(status)))
+        except ValueError:
+            continue
+    return samples
+
+
+def cache_summary(window: "Window", samples: list[tuple[dt.datetime, dict[str, Any]]]) -> dict[str, Any] | None:
+    """What trial.json says of the cache: its counters when measuring began (the last sample before
+    the first measured interval) and at the end of the window, the read and write hit ratios over
+    the window, its dirty data at the end, and the read hit ratio of each half of the window
+    (innomatrix_host.flags.cache_warming judges them). None without a sample before the window
+    and one in it."""
+    placed = [(window.t(stamp), counters) for stamp, counters in samples]
+    before = [counters for t, counters in placed if t < window.first]
+    inside = [(t, counters) for t, counters in placed if window.first <= t <= window.last]
+    if not before or not inside:
+        return None
+    start, end = before[-1], inside[-1][1]
+
+    def ratio(a: dict[str, Any], b: dict[str, Any], kind: str) -> float | None:
+        return cache_status.hit_ratio(b[f"{kind}_hits"] - a[f"{kind}_hits"], b[f"{kind}_misses"] - a[f"{kind}_misses"])
+    middle = inside[(len(inside) - 1) // 2][1]
+    first_half, second_half = ratio(start, middle, "read"), ratio(middle, end, "read")
+    dirty = end["dirty_blocks"] * end["block_bytes"] if end["dirty_blocks"] is not None and end["block_bytes"] else None
+    return {
+        "target": end["target"], "mode": end["mode"], "at_measure_start": start, "at_end": end,
+        "read_hit_ratio": ratio(start, end, "read"), "write_hit_ratio": ratio(start, end, "write"),
+        "dirty_bytes_end": dirty,
+        "read_hit_ratio_halves": [first_half, second_half],
+    }
 
 
 def text(path: Path) -> str:

@@ -76,6 +76,21 @@ def resources(workload: str, device_reads_s: float | None, idle_pct: float | Non
     return found
 
 
+# A cache whose read hit ratio rose by more than this from the measured window's first half to its
+# second was still warming while it was measured: its figures are of a cache on its way to what it
+# holds, not of one in use (the seeds ran 7200-s trials for this).
+WARMING_RISE = 0.05
+
+
+def cache_warming(first_half: float | None, second_half: float | None) -> dict[str, Any] | None:
+    """A flash cache still filling while the trial was measured (its read hit ratio by half)."""
+    if not (_known(first_half) and _known(second_half)) or second_half - first_half <= WARMING_RISE:
+        return None
+    return _flag("cache_warming", "cache warming",
+                 f"cache warming: read hit ratio {first_half:.2f} in the measured window's first half, "
+                 f"{second_half:.2f} in its second", first_half=first_half, second_half=second_half, rise_above=WARMING_RISE)
+
+
 def server(asked: Mapping[str, str | None], running: Mapping[str, str]) -> list[dict[str, Any]]:
     """A storage benchmark without native AIO, or with a setting the server changed, measures
     another configuration than the one named."""
@@ -127,6 +142,8 @@ def of_trial(directory: Path, trial: Mapping[str, Any], stalled: list[bool] | No
         device = collected.kernel_name(trial["device"])
         iostat = window.means(collected.iostat_samples(collected.text(directory / "iostat.json"), device))
         found += resources(workload, iostat.get("r/s"), vmstat.get("id"), vmstat.get("wa"))
+    halves = (trial.get("cache") or {}).get("read_hit_ratio_halves") or [None, None]
+    found += [flag for flag in [cache_warming(*halves)] if flag]
     variables = collected.text(directory / "variables.txt")
     if variables:
         try:

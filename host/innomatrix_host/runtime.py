@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from . import cache_status
 from .flush_points import FLUSH_TYPE_METRICS, METRIC_PREFIX
 
 
@@ -356,14 +357,48 @@ class StatusSampler(threading.Thread):
         self.join(timeout=30)
 
 
+class CacheSampler(threading.Thread):
+    """A flash cache's own counters every interval: `dmsetup status` of its device-mapper device,
+    written with the wall-clock time to cache.log (innomatrix_host.cache_status says how it reads).
+    A failed read is a `#error` line for that second; the next one's growth spans the gap."""
+
+    def __init__(self, dm_name: str, path: Path, interval: int):
+        super().__init__(daemon=True)
+        self.dm_name, self.path, self.interval = dm_name, path, interval
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        due = time.monotonic()
+        with open(self.path, "w") as out:
+            out.write(cache_status.HEADER + "\n")
+            while not self.halt.wait(max(0.0, due - time.monotonic())):
+                due += self.interval
+                try:
+                    done = subprocess.run(["dmsetup", "status", self.dm_name], capture_output=True, text=True,
+                                          timeout=max(5, 3 * self.interval))
+                    line = ' '.join(done.stdout.split()) if done.returncode == 0 else \
+                        f"{cache_status.ERROR_PREFIX}dmsetup exited {done.returncode}: {' '.join(done.stderr.split())[:200]}"
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    line = f"{cache_status.ERROR_PREFIX}{' '.join(str(exc).split())[:200]}"
+                out.write(f"{iso(utcnow())}\t{line}\n")
+                out.flush()
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=30)
+
+
 class Collectors:
-    """vmstat, iostat and server status beside the driver, at the report interval, on one clock.
+    """vmstat, iostat and server status beside the driver, at the report interval, on one clock;
+    on a flash cache, the cache's own counters too.
 
     Without a server (the raw-device workload) there is no status to sample.
     """
 
-    def __init__(self, out: Path, interval: int, devices: list[str], server: "Server | None"):
-        """`devices`: the kernel's names iostat watches (collected.watched_devices)."""
+    def __init__(self, out: Path, interval: int, devices: list[str], server: "Server | None",
+                 cache_dm_name: str | None = None):
+        """`devices`: the kernel's names iostat watches (collected.watched_devices); `cache_dm_name`:
+        the device-mapper name of the cache under test (collected.cache_dm_name), if any."""
         self.specs = {
             # -t puts the wall-clock time on every line: the analysis aligns by it.
             "vmstat.log": ["vmstat", "-n", "-t", str(interval)],
@@ -372,6 +407,7 @@ class Collectors:
         self.out = out
         self.procs: list[subprocess.Popen] = []
         self.status = StatusSampler(server, out / "status.log", interval) if server else None
+        self.cache = CacheSampler(cache_dm_name, out / "cache.log", interval) if cache_dm_name else None
 
     def start(self) -> None:
         # C.UTF-8 and S_TIME_FORMAT=ISO keep iostat's and vmstat's time stamps in ISO form, TZ=UTC
@@ -380,15 +416,17 @@ class Collectors:
         env = dict(os.environ, LC_ALL="C.UTF-8", S_TIME_FORMAT="ISO", TZ="UTC", INNOMATRIX_TRIAL=str(self.out))
         for name, argv in self.specs.items():
             self.procs.append(spawn(argv, self.out / name, env=env))
-        if self.status:
-            self.status.start()
+        for sampler in (self.status, self.cache):
+            if sampler:
+                sampler.start()
 
     def stop(self) -> None:
         # SIGINT lets iostat close its JSON document before it exits.
         for proc in self.procs:
             end(proc, first=signal.SIGINT, grace=5.0)
-        if self.status and self.status.is_alive():
-            self.status.stop()
+        for sampler in (self.status, self.cache):
+            if sampler and sampler.is_alive():
+                sampler.stop()
 
 
 def restore(pristine: Path, datadir: Path) -> tuple[float, str]:

@@ -49,7 +49,8 @@ from typing import NamedTuple
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
 from ansible.module_utils.innomatrix_host import flags
-from ansible.module_utils.innomatrix_host.collected import watched_devices
+from ansible.module_utils.innomatrix_host.collected import Window, cache_dm_name, cache_samples, cache_summary, watched_devices
+from ansible.module_utils.innomatrix_host.collected import text as text_of
 from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
@@ -222,7 +223,7 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
     trial["fileio_dir"] = str(workdir)
     trial["hygiene"] = {"page_cache": drop_caches()}
     trial["smart"] = {"before": snapshot(device)}
-    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), None)
+    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), None, cache_dm_name(p["device"]))
     driver = None
     try:
         if scratch:
@@ -277,7 +278,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     trial["hygiene"] = {"page_cache": drop_caches()}
 
     server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
-    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), server)
+    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), server, cache_dm_name(p["device"]))
     driver = None
     try:
         server.start()
@@ -414,6 +415,20 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> Measured | None:
                     measured_times(parsed["intervals"], trial["durations"]["warmup_s"], cell["report_interval"]))
 
 
+def summarise_cache(tmp: Path, measured: Measured | None, trial: dict) -> None:
+    """trial.json's `cache` on a flash cache: its counters when measuring began and at the end, the
+    hit ratios and dirty data over the measured window (collected.cache_summary), or why none."""
+    if not (tmp / "cache.log").exists():
+        return
+    started = trial["times"].get("started")
+    if measured is None or not started:
+        trial["cache"] = None
+        return
+    window = Window(dt.datetime.fromisoformat(started.replace("Z", "+00:00")), trial["durations"]["warmup_s"],
+                    trial["durations"]["report_interval_s"], measured.last_t)
+    trial["cache"] = cache_summary(window, cache_samples(text_of(tmp / "cache.log")))
+
+
 def _interrupt(signum, frame):
     # Only the first signal unwinds: Ansible follows a Ctrl-C with SIGTERM, and a second
     # KeyboardInterrupt raised inside measure()'s finally would cut its cleanup short and leave
@@ -486,6 +501,7 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     measured = summarise_driver(tmp, cell, trial)
+    summarise_cache(tmp, measured, trial)
     try:
         trial["flags"] = flags.of_trial(tmp, trial, measured.stalled if measured else None,
                                         measured.last_t if measured else None, measured.times if measured else None)

@@ -27,6 +27,9 @@ from vm_layout_knobs import KNOBS, MEMBER_IOPS
 pytestmark = [*NEEDS_ROOT, needs_vm]
 
 SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4", "im-x1")
+# The flash of the cache test: an emulated NVMe device, unthrottled (and 512 MiB: it holds the
+# dataset with room to spare, as the seed's cache did).
+CACHE_SERIAL = "im-flash"
 
 
 class Layouts:
@@ -34,7 +37,7 @@ class Layouts:
         self.base, self.host = base, host
         self.results = base / "results"
         members = [disk.by_id for disk in host.disks]
-        self.members, self.spare = members[:4], members[4]
+        self.members, self.spare, self.flash = members[:4], members[4], members[5]
         self.knobs = base / "knobs.yml"
         self.inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": self.members}})
 
@@ -62,7 +65,7 @@ class Layouts:
 @pytest.fixture(scope="module")
 def vm():
     disks = [Disk(serial, size=1 << 30, iops=MEMBER_IOPS) for serial in SERIALS]
-    with vm_host("innomatrix-e2e-vml-", "vm-l", disks=disks) as (base, host):
+    with vm_host("innomatrix-e2e-vml-", "vm-l", disks=disks, nvme=[Disk(CACHE_SERIAL, size=1 << 29)]) as (base, host):
         base.chmod(0o755)
         yield Layouts(base, host)
 
@@ -191,3 +194,58 @@ def test_md_raid0_and_lvm_stripe_over_2_and_4_members(vm):
     labels = {r["label"] for r in smart["readings"]}
     assert labels >= {f"{name}-m4 xfs {m} {when}" for name in ("md-raid0", "lvm-stripe")
                       for m in vm.members for when in ("before", "after")}
+
+
+def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
+    # Seed 000: a flash cache in front of a slow disk, the working set beyond the buffer pool but
+    # within the cache. The backing device is a member held to MEMBER_IOPS, the cache device the
+    # unthrottled NVMe; OLTP reads what the 16M pool cannot hold (2 × 50 000 rows, about 25 MB) and
+    # commits with fsync. Known answer: the cache at least 3 × the disk alone, "differs", and the
+    # cache answers at least 80 % of the reads (the load wrote the dataset through it: warm).
+    backing = vm.members[0]
+    vm.inventory = project_inventory(vm.base, {"vm": vm.host}, name="cache.yml",
+                                     host_vars={"vm": {"devices": [backing, vm.flash]}})
+    done = vm.play(layouts=["lvm-backing-only", "lvm-cache-writeback"], run_name="cache", workloads=["oltp"],
+                   bp_sizes=["16M"], threads=[4], warmup=5, duration=15, oltp_tables=2, oltp_table_size=50000)
+    ok(done)
+    run = vm.results / "cache"
+    tps, kernel = {}, {}
+    for name in ("lvm-backing-only", "lvm-cache-writeback"):
+        cells = sorted(run.glob(f"vm/{name}-m2/xfs/oltp/A/bp-16M/t4/r*/trial.json"))
+        trials = [json.loads(cell.read_text()) for cell in cells]
+        assert len(trials) == 2 and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
+        tps[name] = [t["summary"]["throughput_median"] for t in trials]
+        read_back = trials[0]["device"]["layout"]["read_back"]
+        kernel[name] = read_back
+        assert sorted(m["serial"] for m in read_back["members"]) == (
+            ["im-m1"] if name == "lvm-backing-only" else sorted(["im-m1", CACHE_SERIAL]))
+        assert trials[0]["device"]["mkfs_options"] == ""  # no stripe to align to
+        for cell, trial in zip(cells, trials):
+            if name == "lvm-backing-only":
+                assert read_back["target"] == "linear" and not (cell.parent / "cache.log").exists()
+                assert "cache" not in trial
+                continue
+            # The cache the kernel made: dm-cache, writeback, 64 KiB blocks, the member in front
+            # of the flash; its counters each second, and over the measured window.
+            assert (read_back["target"], read_back["cache_mode"], read_back["chunk_kib"]) == ("cache", "writeback", 64)
+            names = {m["serial"]: m["name"] for m in read_back["members"]}
+            assert (read_back["backing_members"], read_back["cache_members"]) == ([names["im-m1"]], [names[CACHE_SERIAL]])
+            summary = trial["cache"]
+            print(f"{cell.parent.name}: read hit ratio {summary['read_hit_ratio']:.3f} "
+                  f"(halves {summary['read_hit_ratio_halves']}), write hit ratio {summary['write_hit_ratio']}, "
+                  f"dirty at end {summary['dirty_bytes_end']} bytes; policy {read_back['policy']}")
+            assert summary["mode"] == "writeback" and summary["read_hit_ratio"] >= 0.8, summary
+            assert summary["at_end"]["read_hits"] > summary["at_measure_start"]["read_hits"]
+            assert len((cell.parent / "cache.log").read_text().splitlines()) >= 15
+    print("OLTP tps, backing only and with a writeback cache:", tps)
+    assert min(tps["lvm-cache-writeback"]) >= 3 * max(tps["lvm-backing-only"]), tps
+    # The report: the layouts side by side, the ratio with its verdict, the cache's own figures.
+    rows = pd.read_csv(run / "tables" / "layout_compare.csv").to_dict("records")
+    [pair] = [r for r in rows if (r["layout_a"], r["layout_b"]) == ("lvm-backing-only", "lvm-cache-writeback")]
+    print("backing only / writeback cache:", pair["ratio"], pair["ci_low"], pair["ci_high"], pair["verdict"])
+    assert pair["verdict"] == "differs" and pair["ci_high"] < 1 / 3, pair
+    table = pd.read_csv(run / "tables" / "cache_layouts.csv").set_index("layout")
+    assert table.loc["lvm-cache-writeback", "cache_read_hit_ratio"] >= 0.8
+    assert pd.isna(table.loc["lvm-backing-only", "cache_read_hit_ratio"])
+    assert (run / "report.html").read_text().count("Flash cache") >= 2
+    assert vm.leftovers() == ""

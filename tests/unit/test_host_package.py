@@ -35,8 +35,8 @@ def imports(path: Path) -> set[tuple[int, str]]:
 
 def test_the_package_holds_every_host_rule() -> None:
     assert [path.name for path in PACKAGE] == [
-        "__init__.py", "collected.py", "flags.py", "flush_points.py", "layouts.py", "measured.py", "mounts.py",
-        "mycnf.py", "numbers.py", "runtime.py", "server_log.py", "settings.py", "smart.py", "stalls.py", "steady.py",
+        "__init__.py", "cache_status.py", "collected.py", "flags.py", "flush_points.py", "layouts.py", "measured.py",
+        "mounts.py", "mycnf.py", "numbers.py", "runtime.py", "server_log.py", "settings.py", "smart.py", "stalls.py", "steady.py",
         "sysbench.py", "tpcc.py", "tpcc_tool.py",
     ]
 

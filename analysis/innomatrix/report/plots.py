@@ -52,8 +52,17 @@ COST_PANELS = ((COST + "cpu_us", "CPU µs / trx", 1.0, None), (COST + "iostat.r/
                (COST + "iostat.wkB/s", "KiB written / trx", 1.0, None),
                (COST + "status.Innodb_os_log_written", "redo bytes / trx", 1.0, None),
                (COST + "status.Innodb_data_fsyncs", "fsyncs / trx", 1.0, None))
+# A flash cache's own counters (cache.log, on a cache layout only): how much of what was asked it
+# held, how full and how dirty it is, and what it moved in and out, each sampling interval.
+CACHE_PANELS = (("cache.read_hit_ratio", "read hit ratio", 1.0, 1.0),
+                ("cache.read_hits", "read hits / interval", 1.0, None),
+                ("cache.read_misses", "read misses / interval", 1.0, None),
+                ("cache.write_hits", "write hits / interval", 1.0, None),
+                ("cache.dirty_mib", "dirty (MiB)", 1.0, None),
+                ("cache.used_pct", "in use %", 1.0, 100.0),
+                ("cache.promotions", "promotions / interval", 1.0, None))
 DPI = 90
-KINDS = ("throughput", "latency_", "cpu_", "io_", "innodb_", "costs_", "bars_")  # file name prefixes of the report's figures
+KINDS = ("throughput", "latency_", "cpu_", "io_", "innodb_", "costs_", "cache_", "bars_")  # file name prefixes of the report's figures
 JITTER_INTERVALS = 10  # the seeds' second jitter graph: means over 10 intervals (10 s at a 1 s interval)
 
 
@@ -361,7 +370,7 @@ def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thr
                  vcpus: Mapping[str, int | None] | None = None) -> list[Plot]:
     """`vcpus`: each host's (report/costs.vcpus_of), for CPU µs per transaction; none: not drawn."""
     metrics = {"driver.throughput", "driver.lat_ms", *PerTransaction.NEEDS} | {
-        spec[0] for spec in (*CPU_PANELS, *IO_PANELS, *FLUSHING_PANELS)}
+        spec[0] for spec in (*CPU_PANELS, *IO_PANELS, *FLUSHING_PANELS, *CACHE_PANELS)}
     series = Series(frame, metrics)
     costs = PerTransaction(series, frame.trials, vcpus or {})
     plots: list[Plot] = []
@@ -387,6 +396,9 @@ def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thr
             ("costs", "Cost per transaction",
              panels(costs, name, block, COST_PANELS, "Cost per transaction (each interval)")
              if (block["workload"] != "fileio").any() else None),
+            # None where no trial of the group ran on a cache (panels() draws nothing then).
+            ("cache", "Flash cache", panels(series, name, block, CACHE_PANELS, "Flash cache (dmsetup status, each "
+                                            "interval)")),
         ]
         for kind, title, png in figures:
             if png is not None:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from innomatrix import capacity, layout, stats
+from innomatrix_host import layouts as storage_layouts
 from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFloor
 
 FLAG_MARK = "*"
@@ -181,6 +182,38 @@ def layout_by_members(cells: pd.DataFrame) -> Table | None:
     shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
     return Table("layout_by_members", "Median throughput by member count, per layout (×: to the fewest members)",
                  data, display[shown], _flag_note(table))
+
+
+def cache_layouts(cells: pd.DataFrame) -> Table | None:
+    """Seed 000's table: median throughput over the backing device alone, the cache device alone and
+    each cache in front of the backing device, per buffer pool, with what the cache's own counters
+    said (medians of the trials' read and write hit ratios and of their dirty data at the end). The
+    ratios between the layouts, with their intervals and verdicts, are the layout-vs-layout table's.
+    None when no trial ran on a layout of the cache family."""
+    family = [name for name, params in storage_layouts.LAYOUTS.items()
+              if params.get("fixed_members") == len(storage_layouts.CACHE_ROLES)]
+    table = cells[cells["layout"].isin(family)]
+    if table.empty:
+        return None
+    groups = ["host", "layout", "filesystem", "workload", "variant", "bp_size", "subtest", "block_size", "threads"]
+    data = table.groupby(groups, sort=True).agg(
+        trials=("trial", "size"), throughput_median=("throughput_median", "median"),
+        cache_read_hit_ratio=("cache_read_hit_ratio", "median"), cache_write_hit_ratio=("cache_write_hit_ratio", "median"),
+        cache_dirty_mib_end=("cache_dirty_mib_end", "median"), flagged=("flagged", "any")).reset_index()
+    data.insert(len(groups), "unit", [_unit(table[table["workload"] == w]) for w in data["workload"]])
+    display = data[[*groups, "unit", "trials"]].copy()
+    display["median"] = [fmt(v) + (f" {FLAG_MARK}" if truthy(f) else "")
+                         for v, f in zip(data["throughput_median"], data["flagged"])]
+    display["read hit ratio"] = [fmt(v, 3) for v in data["cache_read_hit_ratio"]]
+    display["write hit ratio"] = [fmt(v, 3) for v in data["cache_write_hit_ratio"]]
+    display["dirty at end (MiB)"] = [fmt(v, 1) for v in data["cache_dirty_mib_end"]]
+    shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
+    notes = ["A cache layout's members: the backing device first, the cache device second (the host's devices "
+             "in that order). Hit ratios and dirty data: the cache's own counters (dmsetup status) over the "
+             "measured window, – where the layout has no cache (a device alone) or the target does not count it "
+             "(dm-writecache keeps no dirty count).", *_flag_note(table)]
+    return Table("cache_layouts", "Flash cache: median throughput over the backing device, the cache device and "
+                 "each cache in front of the backing device", data, display[shown], notes)
 
 
 # The percentiles of a fixed-rate configuration's merged latency histogram.

@@ -1,0 +1,176 @@
+"""A flash cache's own counters: `dmsetup status` of dm-cache and dm-writecache as captured in the VM
+test host (tests/fixtures/cache: Debian 12's kernel 6.1, LVM 2.03.16, the suite's own layouts under
+sysbench fileio), read on the host (innomatrix_host.cache_status, collected.cache_summary) and by
+the report (innomatrix.parse.cache), and what cut or damaged logs do to them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from innomatrix.parse import ParseError
+from innomatrix.parse import cache
+from innomatrix_host import cache_status, collected, flags
+from innomatrix_host.cache_status import CacheStatusError
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cache"
+WRITEBACK, WRITETHROUGH, WRITECACHE = (FIXTURES / f"{name}.log" for name in
+                                       ("dm-cache-writeback", "dm-cache-writethrough", "dm-writecache"))
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def test_a_dm_cache_status_line_is_read_field_by_field() -> None:
+    status = lines(WRITEBACK)[1].split("\t")[1]
+    assert cache_status.parse_status(status) == {
+        "target": "cache", "mode": "writeback", "block_bytes": 65536, "used_blocks": 5134, "total_blocks": 8000,
+        "writeback_blocks": None, "read_hits": 373, "read_misses": 64, "write_hits": 248, "write_misses": 0,
+        "demotions": 0, "promotions": 5134, "dirty_blocks": 4646, "needs_check": False}
+
+
+def test_a_dm_writecache_status_line_is_read_as_the_same_counters() -> None:
+    status = lines(WRITECACHE)[-1].split("\t")[1]
+    # 129541 blocks, 47538 free; 33366 reads, 32386 hits; 104186 writes, 5513 + 36 hits.
+    assert cache_status.parse_status(status) == {
+        "target": "writecache", "mode": "writeback", "block_bytes": None, "used_blocks": 82003,
+        "total_blocks": 129541, "writeback_blocks": 0, "read_hits": 32386, "read_misses": 980, "write_hits": 5549,
+        "write_misses": 98637, "demotions": None, "promotions": None, "dirty_blocks": None, "needs_check": False}
+
+
+@pytest.mark.parametrize("status, message", [
+    ("0 2088960 linear 254:16 2048", "a 'linear' target, not a cache"),
+    ("0 2088960", "not a device-mapper status line"),
+    ("0 2088960 cache Fail", "the cache device reports Fail"),
+    ("0 2088960 cache 8 24/2048 128 5134/8000 373 64 248", "a dm-cache status line cut short (7 fields"),
+    ("0 2088960 cache 8 24/2048 128 5134/8000 3" + "7" * 400 + " 64 248 0 0 5134 4646 2 metadata2 writeback 2",
+     "read_hits is '3777"),
+    ("0 2088960 cache 8 24/2048 128 5134/8000 -373 64 248 0 0 5134 4646 2 metadata2 writeback 2", "read_hits is '-373'"),
+    ("0 2088960 cache 8 24/2048 128 9000/8000 373 64 248 0 0 5134 4646 2 metadata2 writeback 2",
+     "cache blocks 9000/8000 with 4646 dirty: not a cache's"),
+    ("0 2088960 cache 8 24/2048 128 5134/8000 373 64 248 0 0 5134 4646 2 metadata2 writeback 2".replace("5134/8000", "5134"),
+     "cache blocks total is '', not a count"),
+    ("0 2088960 writecache 0 129541 47538 0", "a dm-writecache status line without its counters"),
+    ("0 2088960 writecache -5 129541 47538 0 1134 154 82571 36 8 0 82527 0 8 261120", "the writecache reports error -5"),
+    ("0 2088960 writecache 0 129541 47538 0 1134 1154 82571 36 8 0 82527 0 8 261120", "read hits 1154 of 1134"),
+])
+def test_a_status_line_that_is_no_caches_or_is_cut_or_damaged_says_so_in_one_line(status, message) -> None:
+    with pytest.raises(CacheStatusError) as raised:
+        cache_status.parse_status(status)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_the_report_reads_the_growth_between_samples_and_the_levels() -> None:
+    samples = cache.read(WRITEBACK)
+    assert len(samples) == len(lines(WRITEBACK)) - 2  # a header, and the first sample has nothing before it
+    assert samples.times[0] == np.datetime64("2026-11-28T19:53:00.752")
+    # 373 → 2945 read hits, no new misses; 248 → 1983 write hits.
+    first = {name: values[0] for name, values in samples.metrics.items()}
+    assert (first["read_hits"], first["read_misses"], first["write_hits"], first["read_hit_ratio"]) == (2572, 0, 1735, 1.0)
+    assert first["used_pct"] == pytest.approx(100 * 5134 / 8000)
+    assert first["dirty_mib"] == pytest.approx(4646 * 65536 / 2**20)
+    # After the driver stopped: nothing asked (no ratio), dirty blocks written back.
+    assert np.isnan(samples.metrics["read_hit_ratio"][-1]) and samples.metrics["dirty_mib"][-1] < first["dirty_mib"]
+    # A cold writethrough cache warms: its hit ratio rises while it promotes blocks.
+    warming = cache.read(WRITETHROUGH).metrics
+    assert warming["read_hit_ratio"][0] < 0.1 < 0.3 < warming["read_hit_ratio"][3] and (warming["promotions"] > 0).all()
+    assert (warming["dirty_mib"] == 0).all()
+    writecache = cache.read(WRITECACHE).metrics
+    assert np.isnan(writecache["dirty_mib"]).all() and np.isnan(writecache["promotions"]).all()
+
+
+def damaged(path: Path, tmp_path: Path, change) -> Path:
+    text = lines(path)
+    change(text)
+    out = tmp_path / "cache.log"
+    out.write_text("\n".join(text) + "\n")
+    return out
+
+
+def repeat_line(text: list[str]) -> None:
+    text.insert(4, text[3])
+
+
+def counter_falls(text: list[str]) -> None:
+    stamp, status = text[5].split("\t")
+    fields = status.split()
+    fields[7] = "10"  # read hits, far below the sample before
+    text[5] = stamp + "\t" + " ".join(fields)
+
+
+def cut_line(text: list[str]) -> None:
+    text[6] = text[6][:60]
+
+
+def huge_number(text: list[str]) -> None:
+    text[3] = text[3].replace(" 64 ", " " + "9" * 400 + " ", 1)
+
+
+def no_header(text: list[str]) -> None:
+    del text[0]
+
+
+def bad_time(text: list[str]) -> None:
+    text[2] = "2026-13-45T99:00:00.000Z" + text[2][24:]
+
+
+@pytest.mark.parametrize("change, line, message", [
+    (repeat_line, 5, "does not follow"),
+    (counter_falls, 6, "read_hits fell from"),
+    (cut_line, 7, "cut short"),
+    (huge_number, 4, "is '9999"),
+    (no_header, 1, "no `time<TAB>status` header"),
+    (bad_time, 3, "is not a date and time"),
+])
+def test_a_cut_or_corrupted_cache_log_is_an_error_naming_its_line(tmp_path, change, line, message) -> None:
+    path = damaged(WRITEBACK, tmp_path, change)
+    with pytest.raises(ParseError) as raised:
+        cache.read(path)
+    assert raised.value.line == line and message in raised.value.message, str(raised.value)
+    assert str(raised.value).startswith(f"{path}:{line}: ") and "\n" not in str(raised.value)
+
+
+def test_a_failed_read_is_a_gap_and_a_note_not_an_error(tmp_path) -> None:
+    path = damaged(WRITEBACK, tmp_path, lambda text: text.__setitem__(
+        4, text[4].split("\t")[0] + "\t#error dmsetup exited 1: Device does not exist."))
+    samples = cache.read(path)
+    assert len(samples) == len(lines(WRITEBACK)) - 3
+    assert samples.notes == ["cache: dmsetup failed at 2026-11-28T19:53:03.478Z (dmsetup exited 1: Device does not exist.)"]
+    # The sample after the gap grows from the one before it: nothing is lost.
+    assert samples.metrics["read_hits"].sum() == 19685 - 373
+
+
+def test_the_host_sums_up_the_measured_window_and_a_warming_cache_is_flagged() -> None:
+    samples = collected.cache_samples(WRITETHROUGH.read_text())
+    started = samples[0][0] - dt.timedelta(seconds=2)
+    # A 3-s warmup: the first sample (t = 2) is the last before the window, the other five (t = 4 … 8)
+    # are in it.
+    window = collected.Window(started, warmup_s=3, interval_s=1, last_t=8)
+    summary = collected.cache_summary(window, samples)
+    start, end = summary["at_measure_start"], summary["at_end"]
+    assert (start["read_hits"], end["read_hits"]) == (184, 246) and (start["read_misses"], end["read_misses"]) == (115, 372)
+    assert summary["read_hit_ratio"] == pytest.approx(62 / (62 + 257))
+    # The halves split at the middle sample in the window (215 hits, 305 misses).
+    assert summary["read_hit_ratio_halves"] == pytest.approx([31 / (31 + 190), 31 / (31 + 67)])
+    assert summary["dirty_bytes_end"] == 0 and summary["mode"] == "writethrough"
+    first, second = summary["read_hit_ratio_halves"]
+    assert second - first > flags.WARMING_RISE
+    flag = flags.cache_warming(first, second)
+    assert flag["flag"] == "cache_warming" and flag["text"].startswith("cache warming: read hit ratio 0.")
+    # A warm cache whose ratio holds is not flagged; one asked nothing says nothing.
+    assert flags.cache_warming(0.97, 0.99) is None and flags.cache_warming(None, 0.9) is None
+    # No sample before the window: no summary, rather than one from the wrong start.
+    early = collected.Window(samples[0][0] - dt.timedelta(seconds=5), warmup_s=0, interval_s=1, last_t=20)
+    assert collected.cache_summary(early, samples) is None
+
+
+def test_a_trial_samples_the_cache_only_on_a_cache_layout() -> None:
+    on = {"layout": {"read_back": {"target": "cache"}}}
+    assert collected.cache_dm_name(on) == "innomatrix-bench"
+    assert collected.cache_dm_name({"layout": {"read_back": {"target": "writecache"}}}) == "innomatrix-bench"
+    for device in ({"layout": {"read_back": {"target": "striped"}}}, {"path": "/dev/vdb"}, {"layout": None}):
+        assert collected.cache_dm_name(device) is None
