@@ -4,6 +4,7 @@ built the VM image once).
     .venv/bin/python bench/layouts.py known      # boot time; throttled members 1, 2, 4: md-raid0 and lvm-stripe
     .venv/bin/python bench/layouts.py powerloss  # the plug pulled mid-trial on a layout, then the rerun
     .venv/bin/python bench/layouts.py oltp       # MariaDB and sysbench OLTP on md-raid0 and lvm-stripe
+    .venv/bin/python bench/layouts.py cache      # seed 000: a flash cache in front of a slow disk (issue #31)
 
 known: a VM (tests/e2e/vm_host.py) whose 4 member disks QEMU holds to MEMBER_IOPS each; one
 matrix of fileio random reads (16 KiB, 16 threads) on md-raid0 and lvm-stripe over 1, 2 and 4
@@ -26,6 +27,13 @@ a layout as on a plain device), shown end to end. Prints the play's wall time, e
 status with the layout its trial.json read back and the filesystem's alignment, and the median
 tps per layout and member count (layout_by_members). Under TCG the CPU, not the disks, decides
 this tps: it is no figure of the layouts' speed.
+
+cache: seed 000's table. The backing disk held to BACKING_IOPS (HDD-like), the cache device an
+unthrottled emulated NVMe; OLTP with a 16M buffer pool over about 25 MB of data (the working set
+beyond the pool, within the cache) on the disk alone, the flash alone, and dm-cache writeback,
+dm-cache writethrough and dm-writecache in front of the disk, 3 repeats. Prints the report's
+cache_layouts table (median tps, the cache's read and write hit ratios, dirty data at the end) and
+every layout ÷ layout ratio with its interval and verdict (layout_compare).
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
@@ -165,7 +173,37 @@ def oltp() -> None:
                 f"  m{m}: {row[f'median_m{m}']:7.1f}" for m in members if f"median_m{m}" in row))
 
 
-PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp}
+# Seed 000's flash cache: the backing disk held to HDD-like IOPS, the flash an unthrottled NVMe.
+BACKING_IOPS = 150
+CACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-device-only", "lvm-cache-writeback", "lvm-cache-writethrough",
+                 "lvm-writecache"]
+
+
+def cache() -> None:
+    with vm_host("innomatrix-bench-vmc-", "vm-c", disks=[Disk("im-hdd", size=1 << 30, iops=BACKING_IOPS)],
+                 nvme=[Disk("im-flash", size=1 << 30)]) as (base, host):
+        base.chmod(0o755)
+        print(f"VM boot to SSH: {host.boot_seconds:.1f} s")
+        done, wall = matrix(base, host, "cache", layouts=CACHE_LAYOUTS, workloads=["oltp"], bp_sizes=["16M"],
+                            threads=[4], warmup=5, duration=15, repeats=3, oltp_tables=2, oltp_table_size=50000,
+                            mycnf_overrides={"innodb_log_file_size": "48M"})
+        print(f"matrix: exit {done.returncode} in {wall:.0f} s for {len(CACHE_LAYOUTS)} passes")
+        if done.returncode != 0:
+            sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+        tables = base / "results" / "cache" / "tables"
+        print(f"backing device held to {BACKING_IOPS} IOPS, cache device unthrottled; 16M pool, 2 × 50k rows, "
+              "4 threads, 3 repeats:")
+        for _, row in pd.read_csv(tables / "cache_layouts.csv").iterrows():
+            print(f"  {row['layout']:<23} median {row['throughput_median']:8.1f} {row['unit']}  read hit ratio "
+                  f"{row['cache_read_hit_ratio']:.3f}  write hit ratio {row['cache_write_hit_ratio']:.3f}  "
+                  f"dirty at end {row['cache_dirty_mib_end']:.1f} MiB")
+        print("layout ÷ layout (median tps ratio, 95 % interval between trials, verdict):")
+        for _, row in pd.read_csv(tables / "layout_compare.csv").iterrows():
+            print(f"  {row['layout_a']} ÷ {row['layout_b']}: {row['ratio']:.3f} ({row['ci_low']:.3f}–"
+                  f"{row['ci_high']:.3f}) {row['verdict']}")
+
+
+PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp, "cache": cache}
 
 if __name__ == "__main__":
     parts = sys.argv[1:] or list(PARTS)

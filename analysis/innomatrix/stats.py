@@ -361,6 +361,7 @@ CELL_METRICS = tuple(dict.fromkeys((
     "iostat.r/s", "iostat.w/s", "iostat.rkB/s", "iostat.wkB/s", "iostat.r_await", "iostat.w_await", "iostat.util",
     "status.Innodb_data_written", "status.Innodb_os_log_written", "status.Innodb_data_fsyncs",
     "status.checkpoint_age",
+    "cache.read_hits", "cache.read_misses", "cache.write_hits", "cache.write_misses", "cache.dirty_mib",
     *stall_causes.METRICS,  # every figure a stall rule reads (a rule without its figures is silent)
 )))
 DIMENSIONS = ("host", "layout", "members", "filesystem", "workload", "variant", "bp_size", "bp_bytes", "subtest", "block_size", "block_bytes",

@@ -75,28 +75,35 @@ def cache_samples(text: str) -> list[tuple[dt.datetime, dict[str, Any]]]:
 
 
 def cache_summary(window: "Window", samples: list[tuple[dt.datetime, dict[str, Any]]]) -> dict[str, Any] | None:
-    """What trial.json says of the cache: its counters when measuring began (the last sample before
-    the first measured interval) and at the end of the window, the read and write hit ratios over
-    the window, its dirty data at the end, and the read hit ratio of each half of the window
-    (innomatrix_host.flags.cache_warming judges them). None without a sample before the window
-    and one in it."""
-    placed = [(window.t(stamp), counters) for stamp, counters in samples]
-    before = [counters for t, counters in placed if t < window.first]
-    inside = [(t, counters) for t, counters in placed if window.first <= t <= window.last]
-    if not before or not inside:
+    """What trial.json says of the cache over the measured window, placed as the report's frame
+    places cache.log (innomatrix.parse.cache: each sample's growth since the one before, at its
+    millisecond stamp, the first of any two on one interval kept): the counters when measuring
+    began (the sample before the first measured one) and at the end, the read and write hit
+    ratios, the dirty data at the end, and the read hit ratio of each half of the window
+    (innomatrix_host.flags.cache_warming judges them). None without a measured sample."""
+    seen: set[float] = set()
+    measured: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (the sample before, the sample)
+    for (_, before), (stamp, counters) in zip(samples, samples[1:]):
+        t = window.t(stamp, STATUS_RESOLUTION_S)
+        if t in seen:
+            continue
+        seen.add(t)
+        if window.first <= t <= window.last:
+            measured.append((before, counters))
+    if not measured:
         return None
-    start, end = before[-1], inside[-1][1]
 
-    def ratio(a: dict[str, Any], b: dict[str, Any], kind: str) -> float | None:
-        return cache_status.hit_ratio(b[f"{kind}_hits"] - a[f"{kind}_hits"], b[f"{kind}_misses"] - a[f"{kind}_misses"])
-    middle = inside[(len(inside) - 1) // 2][1]
-    first_half, second_half = ratio(start, middle, "read"), ratio(middle, end, "read")
+    def ratio(pairs: list[tuple[dict[str, Any], dict[str, Any]]], kind: str) -> float | None:
+        return cache_status.hit_ratio(sum(b[f"{kind}_hits"] - a[f"{kind}_hits"] for a, b in pairs),
+                                      sum(b[f"{kind}_misses"] - a[f"{kind}_misses"] for a, b in pairs))
+    split = (len(measured) - 1) // 2 + 1
+    end = measured[-1][1]
     dirty = end["dirty_blocks"] * end["block_bytes"] if end["dirty_blocks"] is not None and end["block_bytes"] else None
     return {
-        "target": end["target"], "mode": end["mode"], "at_measure_start": start, "at_end": end,
-        "read_hit_ratio": ratio(start, end, "read"), "write_hit_ratio": ratio(start, end, "write"),
+        "target": end["target"], "mode": end["mode"], "at_measure_start": measured[0][0], "at_end": end,
+        "read_hit_ratio": ratio(measured, "read"), "write_hit_ratio": ratio(measured, "write"),
         "dirty_bytes_end": dirty,
-        "read_hit_ratio_halves": [first_half, second_half],
+        "read_hit_ratio_halves": [ratio(measured[:split], "read"), ratio(measured[split:], "read")],
     }
 
 
@@ -115,8 +122,8 @@ class Window:
         self.started, self.interval_s = started, interval_s
         self.first, self.last = first_measured_t(warmup_s, interval_s), last_t + EPSILON_S
 
-    def t(self, stamp: dt.datetime) -> float:
-        offset = (stamp - self.started).total_seconds() + RESOLUTION_S / 2
+    def t(self, stamp: dt.datetime, resolution_s: float = RESOLUTION_S) -> float:
+        offset = (stamp - self.started).total_seconds() + resolution_s / 2
         return round(offset / self.interval_s) * self.interval_s
 
     def means(self, samples: list[tuple[dt.datetime, dict[str, float]]]) -> dict[str, float]:

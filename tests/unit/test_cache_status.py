@@ -6,13 +6,18 @@ the report (innomatrix.parse.cache), and what cut or damaged logs do to them."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import Trial, steady, write_trial
 
+from innomatrix import frame, stats
 from innomatrix.parse import ParseError
 from innomatrix.parse import cache
+from innomatrix.report import tables
 from innomatrix_host import cache_status, collected, flags
 from innomatrix_host.cache_status import CacheStatusError
 
@@ -147,15 +152,15 @@ def test_a_failed_read_is_a_gap_and_a_note_not_an_error(tmp_path) -> None:
 def test_the_host_sums_up_the_measured_window_and_a_warming_cache_is_flagged() -> None:
     samples = collected.cache_samples(WRITETHROUGH.read_text())
     started = samples[0][0] - dt.timedelta(seconds=2)
-    # A 3-s warmup: the first sample (t = 2) is the last before the window, the other five (t = 4 … 8)
-    # are in it.
+    # A 3-s warmup: the samples 2.0 and 3.2 s after the start are before the window (t = 2, 3), the
+    # other four (t = 4, 6, 7, 8: placed at their milliseconds, as the report does) are in it.
     window = collected.Window(started, warmup_s=3, interval_s=1, last_t=8)
     summary = collected.cache_summary(window, samples)
     start, end = summary["at_measure_start"], summary["at_end"]
-    assert (start["read_hits"], end["read_hits"]) == (184, 246) and (start["read_misses"], end["read_misses"]) == (115, 372)
-    assert summary["read_hit_ratio"] == pytest.approx(62 / (62 + 257))
-    # The halves split at the middle sample in the window (215 hits, 305 misses).
-    assert summary["read_hit_ratio_halves"] == pytest.approx([31 / (31 + 190), 31 / (31 + 67)])
+    assert (start["read_hits"], end["read_hits"]) == (188, 246) and (start["read_misses"], end["read_misses"]) == (188, 372)
+    assert summary["read_hit_ratio"] == pytest.approx(58 / (58 + 184))
+    # The halves: two samples each (+27 hits, +117 misses; then +31, +67).
+    assert summary["read_hit_ratio_halves"] == pytest.approx([27 / (27 + 117), 31 / (31 + 67)])
     assert summary["dirty_bytes_end"] == 0 and summary["mode"] == "writethrough"
     first, second = summary["read_hit_ratio_halves"]
     assert second - first > flags.WARMING_RISE
@@ -163,9 +168,9 @@ def test_the_host_sums_up_the_measured_window_and_a_warming_cache_is_flagged() -
     assert flag["flag"] == "cache_warming" and flag["text"].startswith("cache warming: read hit ratio 0.")
     # A warm cache whose ratio holds is not flagged; one asked nothing says nothing.
     assert flags.cache_warming(0.97, 0.99) is None and flags.cache_warming(None, 0.9) is None
-    # No sample before the window: no summary, rather than one from the wrong start.
-    early = collected.Window(samples[0][0] - dt.timedelta(seconds=5), warmup_s=0, interval_s=1, last_t=20)
-    assert collected.cache_summary(early, samples) is None
+    # No sample in the window: no summary.
+    late = collected.Window(samples[0][0] - dt.timedelta(seconds=60), warmup_s=0, interval_s=1, last_t=20)
+    assert collected.cache_summary(late, samples) is None
 
 
 def test_a_trial_samples_the_cache_only_on_a_cache_layout() -> None:
@@ -174,3 +179,58 @@ def test_a_trial_samples_the_cache_only_on_a_cache_layout() -> None:
     assert collected.cache_dm_name({"layout": {"read_back": {"target": "writecache"}}}) == "innomatrix-bench"
     for device in ({"layout": {"read_back": {"target": "striped"}}}, {"path": "/dev/vdb"}, {"layout": None}):
         assert collected.cache_dm_name(device) is None
+
+
+def cache_log(started: dt.datetime, seconds: int, hit_share) -> str:
+    """A cache.log as the sampler writes it, a sample a second from the driver's start: each second
+    100 reads, `hit_share(second)` of them hits, 40 writes (all hits), 5 dirty blocks more."""
+    lines, hits, misses, writes = [cache_status.HEADER], 0, 0, 0
+    for second in range(seconds + 1):
+        stamp = (started + dt.timedelta(seconds=second, milliseconds=10)).isoformat(timespec="milliseconds")
+        lines.append(f"{stamp.replace('+00:00', 'Z')}\t0 2088960 cache 8 24/2048 128 {4000 + second}/8000 {hits} "
+                     f"{misses} {writes} 0 0 {4000 + second} {5 * second} 2 metadata2 writeback 2 "
+                     "migration_threshold 2048 mq 0 rw -")
+        share = hit_share(second + 1)
+        hits, misses, writes = hits + round(100 * share), misses + round(100 * (1 - share)), writes + 40
+    return "\n".join(lines) + "\n"
+
+
+def cache_run(run: Path, hit_share) -> Path:
+    for repeat in (1, 2):
+        trial = Trial(tps=steady(30, 500.0, 0.01, seed=repeat), layout="lvm-cache-writeback", members=2, warmup_s=5,
+                      repeat=repeat, seed=repeat)
+        directory = write_trial(run, trial)
+        (directory / "cache.log").write_text(cache_log(trial.started.astimezone(dt.timezone.utc), 30, hit_share))
+    write_trial(run, Trial(tps=steady(30, 100.0, 0.01, seed=7), layout="lvm-backing-only", members=2, warmup_s=5, seed=7))
+    return run
+
+
+def test_the_report_sums_up_the_cache_over_the_measured_window(tmp_path) -> None:
+    cells = stats.cells(frame.load(cache_run(tmp_path / "run", lambda second: 0.95))).set_index("layout")
+    cached = cells.loc["lvm-cache-writeback"]
+    assert cached["cache_read_hit_ratio"].tolist() == pytest.approx([0.95, 0.95])
+    assert cached["cache_write_hit_ratio"].tolist() == [1.0, 1.0]
+    # 5 dirty blocks of 64 KiB a second; the last measured sample is the driver's 30th second.
+    assert cached["cache_dirty_mib_end"].tolist() == pytest.approx([30 * 5 * 65536 / 2**20] * 2)
+    assert not cached["flags"].str.contains("cache warming").any()
+    assert math.isnan(cells.loc["lvm-backing-only", "cache_read_hit_ratio"])
+    table = tables.cache_layouts(cells.reset_index()).data.set_index("layout")
+    assert table.loc["lvm-cache-writeback", "cache_read_hit_ratio"] == pytest.approx(0.95)
+    assert table.loc["lvm-cache-writeback", "trials"] == 2 and table.loc["lvm-backing-only", "trials"] == 1
+
+
+def test_a_cache_still_warming_while_measured_is_flagged_by_the_report_as_by_the_host(tmp_path) -> None:
+    # From 50 % hits at the driver's start to 95 % at its 30th second.
+    cells = stats.cells(frame.load(cache_run(tmp_path / "run", lambda second: min(0.95, 0.5 + 0.015 * second))))
+    cached = cells[cells["layout"] == "lvm-cache-writeback"]
+    assert cached["flags"].str.contains("cache warming: read hit ratio 0.").all(), cached["flags"].tolist()
+    first, second = cached.iloc[0][["cache_read_hit_ratio_first_half", "cache_read_hit_ratio_second_half"]]
+    assert second - first > flags.WARMING_RISE
+    # The host's summary of the same log, on the same window, gives the same halves.
+    directory = tmp_path / "run" / cached.iloc[0]["trial"]
+    record = json.loads((directory / "trial.json").read_text())
+    window = collected.Window(dt.datetime.fromisoformat(record["times"]["started"].replace("Z", "+00:00")),
+                              record["durations"]["warmup_s"], 1, 30)
+    summary = collected.cache_summary(window, collected.cache_samples((directory / "cache.log").read_text()))
+    assert summary["read_hit_ratio_halves"] == pytest.approx([first, second])
+    assert summary["read_hit_ratio"] == pytest.approx(cached.iloc[0]["cache_read_hit_ratio"])
