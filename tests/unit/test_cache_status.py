@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from synth import Trial, steady, write_trial
 
-from innomatrix import frame, stats
+from innomatrix import frame, report, stats
 from innomatrix.parse import ParseError
 from innomatrix.parse import cache
 from innomatrix.report import tables
@@ -217,6 +217,17 @@ def test_the_report_sums_up_the_cache_over_the_measured_window(tmp_path) -> None
     table = tables.cache_layouts(cells.reset_index()).data.set_index("layout")
     assert table.loc["lvm-cache-writeback", "cache_read_hit_ratio"] == pytest.approx(0.95)
     assert table.loc["lvm-cache-writeback", "trials"] == 2 and table.loc["lvm-backing-only", "trials"] == 1
+    # The report: the table, and the cache's panels for the group its trials are in …
+    written = report.report(tmp_path / "run")
+    names = sorted(path.name for path in written.files)
+    assert "cache_layouts.csv" in names
+    assert [name for name in names if name.startswith("cache_") and name.endswith(".png")] == [
+        "cache_localhost_xfs_oltp_t2.png"], names
+    # … and none for trials without a cache.log (the earlier figure pruned).
+    for log in (tmp_path / "run").rglob("cache.log"):
+        log.unlink()
+    report.report(tmp_path / "run")
+    assert not list((tmp_path / "run" / "plots").glob("cache_*.png"))
 
 
 def test_a_cache_still_warming_while_measured_is_flagged_by_the_report_as_by_the_host(tmp_path) -> None:

@@ -396,9 +396,10 @@ def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thr
             ("costs", "Cost per transaction",
              panels(costs, name, block, COST_PANELS, "Cost per transaction (each interval)")
              if (block["workload"] != "fileio").any() else None),
-            # None where no trial of the group ran on a cache (panels() draws nothing then).
+            # Only where a trial of the group ran on a cache: no figure is made for the rest.
             ("cache", "Flash cache", panels(series, name, block, CACHE_PANELS, "Flash cache (dmsetup status, each "
-                                            "interval)")),
+                                            "interval)")
+             if any(series.get(CACHE_PANELS[0][0], trial) is not None for trial in block["trial"]) else None),
         ]
         for kind, title, png in figures:
             if png is not None:
