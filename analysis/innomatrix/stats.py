@@ -429,22 +429,25 @@ def flush_points(meta: pd.Series) -> tuple[int | None, int | None]:
 
 def cache_figures(rows: pd.DataFrame | None) -> dict[str, float]:
     """A flash cache's figures over the measured intervals (cache.log's growth between samples):
-    the read and write hit ratios, the dirty data at the end, and the read hit ratio of each half of
-    the window, split as the host splits it (innomatrix_host.collected.cache_summary). NaN where
-    the trial has no cache.log or the cache was asked nothing."""
-    def ratio(hits: np.ndarray, misses: np.ndarray) -> float:
-        found = cache_status.hit_ratio(float(np.nansum(hits)), float(np.nansum(misses))) if hits.size else None
-        return float("nan") if found is None else found
-    hits, misses = _series(rows, "cache.read_hits"), _series(rows, "cache.read_misses")
+    the read and write hit ratios and the read hit ratio of each half of the window
+    (cache_status.window_ratios, as the host computes them), and the dirty data at the end. NaN
+    where the trial has no cache.log or the cache was asked nothing."""
+    hits = _series(rows, "cache.read_hits")
+    if not hits.size:
+        return dict.fromkeys(CACHE_FIGURES, float("nan"))
+    growth = [np.nan_to_num(series).tolist() for series in (
+        hits, _series(rows, "cache.read_misses"), _series(rows, "cache.write_hits"), _series(rows, "cache.write_misses"))]
+    found = cache_status.window_ratios(*growth)
     dirty = _series(rows, "cache.dirty_mib")
-    split = (hits.size - 1) // 2 + 1
-    return {
-        "cache_read_hit_ratio": ratio(hits, misses),
-        "cache_write_hit_ratio": ratio(_series(rows, "cache.write_hits"), _series(rows, "cache.write_misses")),
-        "cache_dirty_mib_end": float(dirty[-1]) if dirty.size else float("nan"),
-        "cache_read_hit_ratio_first_half": ratio(hits[:split], misses[:split]),
-        "cache_read_hit_ratio_second_half": ratio(hits[split:], misses[split:]),
-    }
+    first, second = found["read_hit_ratio_halves"]
+    return {name: float("nan") if value is None else value for name, value in (
+        ("cache_read_hit_ratio", found["read_hit_ratio"]), ("cache_write_hit_ratio", found["write_hit_ratio"]),
+        ("cache_dirty_mib_end", float(dirty[-1]) if dirty.size else None),
+        ("cache_read_hit_ratio_first_half", first), ("cache_read_hit_ratio_second_half", second))}
+
+
+CACHE_FIGURES = ("cache_read_hit_ratio", "cache_write_hit_ratio", "cache_dirty_mib_end",
+                 "cache_read_hit_ratio_first_half", "cache_read_hit_ratio_second_half")
 
 
 def _max(values: np.ndarray) -> float:

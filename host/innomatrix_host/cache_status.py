@@ -5,12 +5,13 @@ cache.log is a header line (`time<TAB>status`) and then a line a sample: the UTC
 milliseconds, Z) and the status line as dmsetup printed it, or `#error <why>` where it failed.
 
 Both targets are read into the same counters, so a report reads any cache alike:
-read_hits, read_misses, write_hits, write_misses (blocks, since the cache was made),
-used_blocks and total_blocks, and where the target says so dirty_blocks (not yet written back),
-block_bytes, promotions and demotions (blocks moved into and out of the cache). dm-writecache
-does not count dirty blocks, only those being written back (writeback_blocks); its hits are
-those of its "read hits" and both kinds of "write hits" (into blocks not yet committed, or
-committed), its misses the rest of its reads and writes.
+read_hits, read_misses, write_hits, write_misses (since the cache was made, as the target counts
+them: dm-cache counts I/O requests, dm-writecache 4 KiB blocks; their ratios compare, their counts
+do not), used_blocks and total_blocks, and where the target says so dirty_blocks (not yet written
+back), block_bytes, promotions and demotions (blocks moved into and out of the cache). A write hit
+is a write the cache took: dm-cache's write hits; for dm-writecache, which takes every write into
+a block it holds or allocates, all but those that went around it (its only write misses).
+dm-writecache does not count dirty blocks, only those being written back (writeback_blocks).
 
 Standard library only: it runs on the benchmark host (the trial's summary), and the report reads
 the same lines with the same function.
@@ -32,6 +33,11 @@ GROWING = ("read_hits", "read_misses", "write_hits", "write_misses", "promotions
 
 class CacheStatusError(ValueError):
     """A status line that is not a cache's, or is cut or damaged: one line saying what is wrong."""
+
+
+class CacheFailed(CacheStatusError):
+    """A status line that says the cache failed (dm-cache `Fail`, a writecache error) or was made
+    anew (a counter fell): true of the trial, so it is marked, and its cache figures are none."""
 
 
 def _count(text: str, what: str) -> int:
@@ -65,7 +71,7 @@ def _dm_cache(fields: list[str]) -> dict[str, Any]:
     # <dirty> <#features> <feature>* <#core args> <core arg>* <policy> <#policy args> <arg>*
     # <metadata mode> <needs_check>: the kernel's device-mapper cache documentation.
     if len(fields) == 1 and fields[0] == "Fail":
-        raise CacheStatusError("the cache device reports Fail")
+        raise CacheFailed("the cache device reports Fail")
     if len(fields) < 12:
         raise CacheStatusError(f"a dm-cache status line cut short ({len(fields)} fields after the target, "
                                "at least 12 expected)")
@@ -91,19 +97,19 @@ def _dm_writecache(fields: list[str]) -> dict[str, Any]:
         raise CacheStatusError(f"a dm-writecache status line without its counters ({len(fields)} fields after "
                                "the target, 14 expected: Linux 5.15 or later)")
     if fields[0] != "0":
-        raise CacheStatusError(f"the writecache reports error {fields[0][:40]}")
+        raise CacheFailed(f"the writecache reports error {fields[0][:40]}")
     total, free, writeback = (_count(fields[i], name) for i, name in ((1, "blocks"), (2, "free blocks"),
                                                                        (3, "blocks under writeback")))
-    reads, read_hits, writes, uncommitted, committed = (
+    reads, read_hits, writes, around = (
         _count(fields[i], name) for i, name in ((4, "read blocks"), (5, "read hits"), (6, "write blocks"),
-                                                (7, "write hits uncommitted"), (8, "write hits committed")))
-    if total == 0 or free > total or read_hits > reads or uncommitted + committed > writes:
+                                                (9, "writes around")))
+    if total == 0 or free > total or read_hits > reads or around > writes:
         raise CacheStatusError(f"writecache blocks {free} free of {total}, read hits {read_hits} of {reads}, "
-                               f"write hits {uncommitted + committed} of {writes}: not a writecache's")
+                               f"writes around {around} of {writes}: not a writecache's")
     return {"target": "writecache", "mode": "writeback", "block_bytes": None,
             "used_blocks": total - free, "total_blocks": total, "writeback_blocks": writeback,
             "read_hits": read_hits, "read_misses": reads - read_hits,
-            "write_hits": uncommitted + committed, "write_misses": writes - uncommitted - committed,
+            "write_hits": writes - around, "write_misses": around,
             "demotions": None, "promotions": None, "dirty_blocks": None, "needs_check": False}
 
 
@@ -118,6 +124,18 @@ def sample_line(text: str) -> tuple[str, str]:
 def hit_ratio(hits: float, misses: float) -> float | None:
     """hits ÷ (hits + misses), None where nothing was asked of the cache."""
     return hits / (hits + misses) if hits + misses > 0 else None
+
+
+def window_ratios(read_hits: list[float], read_misses: list[float], write_hits: list[float],
+                  write_misses: list[float]) -> dict[str, Any]:
+    """The measured window's figures from its intervals' growth, in order (the host and the report
+    both call this): the read and write hit ratios, and the read hit ratio of each half of the
+    window (the first half holds the middle interval of an odd count)."""
+    split = (len(read_hits) - 1) // 2 + 1
+    return {"read_hit_ratio": hit_ratio(sum(read_hits), sum(read_misses)),
+            "write_hit_ratio": hit_ratio(sum(write_hits), sum(write_misses)),
+            "read_hit_ratio_halves": [hit_ratio(sum(read_hits[:split]), sum(read_misses[:split])),
+                                      hit_ratio(sum(read_hits[split:]), sum(read_misses[split:]))]}
 
 
 def went_back(before: dict[str, Any], after: dict[str, Any]) -> str | None:

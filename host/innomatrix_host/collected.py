@@ -60,18 +60,25 @@ def cache_dm_name(device: Mapping[str, Any]) -> str | None:
     return f"{VG}-{LV}" if read_back.get("target") in ("cache", "writecache") else None
 
 
-def cache_samples(text: str) -> list[tuple[dt.datetime, dict[str, Any]]]:
-    """cache.log as the host reads it: each sample's time and counters; a line it cannot read is
-    left out (the report reads the file again, and names any such line)."""
-    samples = []
-    for line in text.splitlines()[1:]:
+def cache_samples(text: str) -> tuple[list[tuple[dt.datetime, dict[str, Any]]], str | None]:
+    """cache.log as the host reads it: each sample's time and counters, and why the reading ended
+    early (the cache failed, or a counter fell: it was made anew), if it did. A line it cannot
+    read is left out (the report reads the file again, and names any such line)."""
+    samples: list[tuple[dt.datetime, dict[str, Any]]] = []
+    for number, line in enumerate(text.splitlines()[1:], start=2):
         try:
             stamp_text, status = cache_status.sample_line(line)
-            samples.append((dt.datetime.fromisoformat(stamp_text.replace("Z", "+00:00")),
-                            cache_status.parse_status(status)))
+            if status.startswith(cache_status.ERROR_PREFIX):
+                continue
+            counters = cache_status.parse_status(status)
+            if samples and (fell := cache_status.went_back(samples[-1][1], counters)):
+                raise cache_status.CacheFailed(fell)
+            samples.append((dt.datetime.fromisoformat(stamp_text.replace("Z", "+00:00")), counters))
+        except cache_status.CacheFailed as exc:
+            return samples, f"cache.log:{number}: {exc}"
         except ValueError:
             continue
-    return samples
+    return samples, None
 
 
 def cache_summary(window: "Window", samples: list[tuple[dt.datetime, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -79,8 +86,9 @@ def cache_summary(window: "Window", samples: list[tuple[dt.datetime, dict[str, A
     places cache.log (innomatrix.parse.cache: each sample's growth since the one before, at its
     millisecond stamp, the first of any two on one interval kept): the counters when measuring
     began (the sample before the first measured one) and at the end, the read and write hit
-    ratios, the dirty data at the end, and the read hit ratio of each half of the window
-    (innomatrix_host.flags.cache_warming judges them). None without a measured sample."""
+    ratios and the read hit ratio of each half of the window (cache_status.window_ratios, as the
+    report computes them; innomatrix_host.flags.cache_warming judges the halves), and the dirty
+    data at the end. None without a measured sample."""
     seen: set[float] = set()
     measured: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (the sample before, the sample)
     for (_, before), (stamp, counters) in zip(samples, samples[1:]):
@@ -92,19 +100,14 @@ def cache_summary(window: "Window", samples: list[tuple[dt.datetime, dict[str, A
             measured.append((before, counters))
     if not measured:
         return None
-
-    def ratio(pairs: list[tuple[dict[str, Any], dict[str, Any]]], kind: str) -> float | None:
-        return cache_status.hit_ratio(sum(b[f"{kind}_hits"] - a[f"{kind}_hits"] for a, b in pairs),
-                                      sum(b[f"{kind}_misses"] - a[f"{kind}_misses"] for a, b in pairs))
-    split = (len(measured) - 1) // 2 + 1
+    growth = {name: [after[name] - before[name] for before, after in measured]
+              for name in ("read_hits", "read_misses", "write_hits", "write_misses")}
     end = measured[-1][1]
     dirty = end["dirty_blocks"] * end["block_bytes"] if end["dirty_blocks"] is not None and end["block_bytes"] else None
-    return {
-        "target": end["target"], "mode": end["mode"], "at_measure_start": measured[0][0], "at_end": end,
-        "read_hit_ratio": ratio(measured, "read"), "write_hit_ratio": ratio(measured, "write"),
-        "dirty_bytes_end": dirty,
-        "read_hit_ratio_halves": [ratio(measured[:split], "read"), ratio(measured[split:], "read")],
-    }
+    return {"target": end["target"], "mode": end["mode"], "at_measure_start": measured[0][0], "at_end": end,
+            **cache_status.window_ratios(growth["read_hits"], growth["read_misses"], growth["write_hits"],
+                                         growth["write_misses"]),
+            "dirty_bytes_end": dirty}
 
 
 def text(path: Path) -> str:

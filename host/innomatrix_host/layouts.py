@@ -35,7 +35,7 @@ SYS_BLOCK = Path("/sys/class/block")
 # The cache family is over exactly two members, in the order the host lists its devices: the
 # backing device (the slow disk) first, the cache device (the flash) second. Seed 000's three-way
 # comparison is these layouts side by side over the same two members: the backing device alone,
-# the cache device alone (a linear volume on one of them; the other is checked and left blank),
+# the cache device alone (a linear volume on one of them; the other is in the volume group, unused),
 # and the cache in front of the backing device. A cache takes the whole cache device (LVM's
 # cachevol: data and metadata on one volume): `chunk_kib` is dm-cache's block, `settings` its
 # policy's or dm-writecache's tunables (writecache's watermarks are its dirty threshold, in per
@@ -56,10 +56,15 @@ LAYOUTS: dict[str, dict[str, Any]] = {
                        "settings": {"high_watermark": 50, "low_watermark": 45}, "min_members": 2,
                        "fixed_members": 2},
 }
-# What each member of a two-member cache layout is, in order.
-CACHE_ROLES = ("backing", "cache")
 # The cache volume LVM attaches to the benchmark's volume (its cachevol).
 CACHE_LV = "cache"
+# The device-mapper names of the volumes the suite makes: its volume, the hidden ones a cache
+# adds (the origin under dm-cache or dm-writecache; the cache volume and, for dm-cache, its data
+# and metadata layers). Nothing else in a volume group called innomatrix is taken for the suite's.
+SUITE_DM_NAMES = frozenset(f"{VG}-{name}" for name in (
+    LV, f"{LV}_corig", f"{LV}_wcorig", f"{CACHE_LV}_cvol", f"{CACHE_LV}_cvol-cdata", f"{CACHE_LV}_cvol-cmeta"))
+# What each member of a two-member cache layout is, in order.
+CACHE_ROLES = ("backing", "cache")
 
 
 # The superblock names the suite's arrays carry: exactly these, never any `innomatrix:` array
@@ -389,16 +394,13 @@ def lvm_read_back(runner: Run = run) -> dict[str, Any]:
 
 def holder_is_ours(holder: str, runner: Run = run) -> bool:
     """Whether a block device holding a member is the suite's: an md array whose superblock name
-    carries the tag, or a logical volume of the suite's volume group (device-mapper names it
-    VG-LV, a cache's hidden volumes VG-LV_corig, VG-cache_cvol and so on; LVM doubles a hyphen
-    within a name, so a group called `innomatrix-x` reads `innomatrix--x-…`). The volume group's
-    tag is checked on the member itself (ours()); LVM's device-mapper UUIDs begin `LVM-`."""
+    carries the tag, or one of the logical volumes the suite makes (SUITE_DM_NAMES: device-mapper
+    names them VG-LV, with LVM's `LVM-` UUID). The volume group's tag is checked on the member
+    itself (ours())."""
     if holder.startswith("md"):
         detail = key_values(runner(["mdadm", "--detail", "--export", f"/dev/{holder}"]).stdout)
         return detail.get("MD_NAME", "") in SUITE_MD_NAMES
-    dm_name = sysfs(holder, "dm/name")
-    return (sysfs(holder, "dm/uuid").startswith("LVM-") and dm_name.startswith(f"{VG}-")
-            and not dm_name.startswith(f"{VG}--"))
+    return sysfs(holder, "dm/uuid").startswith("LVM-") and sysfs(holder, "dm/name") in SUITE_DM_NAMES
 
 
 def removal_commands(states: Sequence[dict[str, Any]], runner: Run = run) -> list[list[str]]:

@@ -1,11 +1,11 @@
 #!/usr/bin/python
-"""Build or remove a storage layout (md RAID, LVM stripe) over member devices, the suite's own only."""
+"""Build or remove a storage layout (md RAID, LVM stripe, LVM cache) over member devices, the suite's own only."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: innomatrix_layout
-short_description: Build or remove an md RAID or LVM striped layout over member devices
+short_description: Build or remove an md RAID, LVM striped or LVM cache layout over member devices
 description:
   - I(state=present) builds the layout I(name) (a key of innomatrix_host.layouts.LAYOUTS) over
     I(members), in the order given, and returns the layout as the kernel read it back (md level,
@@ -24,7 +24,7 @@ description:
   - Whole-device safety (mounts, swap, fstab, the root disk) is innomatrix_device_facts' to prove
     for every member before this module runs.
 options:
-  name: {description: The layout, e.g. md-raid0, md-raid5, md-raid10 or lvm-stripe, type: str, required: true}
+  name: {description: 'The layout, e.g. md-raid0, md-raid5, md-raid10, lvm-stripe, lvm-cache-writeback (a key of LAYOUTS)', type: str, required: true}
   members: {description: The member devices by any name that resolves to them, type: list, elements: str, required: true}
   state: {description: Build the layout or remove it, type: str, default: present, choices: [present, absent]}
   wipe: {description: "Members whose signatures may be wiped first (the device probe found the suite's filesystem, or wipe_device names them)", type: list, elements: str, default: []}
@@ -79,8 +79,10 @@ def main() -> None:
     if state == "absent":
         module.exit_json(**result)
     # A failed vgcreate would leave the members labelled in no volume group, which the next run
-    # could not tell from someone's spares: take the labels just made off again.
-    undo = [["pvremove", "--yes", *members]] if layouts.LAYOUTS[name]["kind"] == "lvm" else []
+    # could not tell from someone's spares, and a failed lvcreate or lvconvert a volume group with
+    # volumes in it: take what was just made off again (each step best effort).
+    undo = [["vgremove", "--yes", "--force", layouts.VG], ["pvremove", "--yes", *members]] \
+        if layouts.LAYOUTS[name]["kind"] == "lvm" else []
     run_all(module, build, undo)
     path = layouts.array_path(name)
     kind = layouts.LAYOUTS[name]["kind"]

@@ -417,7 +417,8 @@ def summarise_driver(tmp: Path, cell: dict, trial: dict) -> Measured | None:
 
 def summarise_cache(tmp: Path, measured: Measured | None, trial: dict) -> None:
     """trial.json's `cache` on a flash cache: its counters when measuring began and at the end, the
-    hit ratios and dirty data over the measured window (collected.cache_summary), or why none."""
+    hit ratios and dirty data over the measured window (collected.cache_summary), or why none
+    (`unread`)."""
     if not (tmp / "cache.log").exists():
         return
     started = trial["times"].get("started")
@@ -426,7 +427,9 @@ def summarise_cache(tmp: Path, measured: Measured | None, trial: dict) -> None:
         return
     window = Window(dt.datetime.fromisoformat(started.replace("Z", "+00:00")), trial["durations"]["warmup_s"],
                     trial["durations"]["report_interval_s"], measured.last_t)
-    trial["cache"] = cache_summary(window, cache_samples(text_of(tmp / "cache.log")))
+    samples, failed = cache_samples(text_of(tmp / "cache.log"))
+    # A cache that failed or was made anew mid-trial has no figures of the trial; the report marks it.
+    trial["cache"] = {"unread": failed} if failed else cache_summary(window, samples)
 
 
 def _interrupt(signum, frame):

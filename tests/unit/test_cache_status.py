@@ -40,11 +40,16 @@ def test_a_dm_cache_status_line_is_read_field_by_field() -> None:
 
 def test_a_dm_writecache_status_line_is_read_as_the_same_counters() -> None:
     status = lines(WRITECACHE)[-1].split("\t")[1]
-    # 129541 blocks, 47538 free; 33366 reads, 32386 hits; 104186 writes, 5513 + 36 hits.
+    # 129541 blocks, 47538 free; 33366 reads, 32386 hits; 104186 writes, none around the cache (a
+    # writecache takes every write it does not send around: into a block it holds, 5513 + 36, or
+    # one it allocates, 98637).
     assert cache_status.parse_status(status) == {
         "target": "writecache", "mode": "writeback", "block_bytes": None, "used_blocks": 82003,
-        "total_blocks": 129541, "writeback_blocks": 0, "read_hits": 32386, "read_misses": 980, "write_hits": 5549,
-        "write_misses": 98637, "demotions": None, "promotions": None, "dirty_blocks": None, "needs_check": False}
+        "total_blocks": 129541, "writeback_blocks": 0, "read_hits": 32386, "read_misses": 980, "write_hits": 104186,
+        "write_misses": 0, "demotions": None, "promotions": None, "dirty_blocks": None, "needs_check": False}
+    around = status.split()
+    around[12] = "1000"
+    assert cache_status.parse_status(" ".join(around))["write_misses"] == 1000
 
 
 @pytest.mark.parametrize("status, message", [
@@ -62,6 +67,7 @@ def test_a_dm_writecache_status_line_is_read_as_the_same_counters() -> None:
     ("0 2088960 writecache 0 129541 47538 0", "a dm-writecache status line without its counters"),
     ("0 2088960 writecache -5 129541 47538 0 1134 154 82571 36 8 0 82527 0 8 261120", "the writecache reports error -5"),
     ("0 2088960 writecache 0 129541 47538 0 1134 1154 82571 36 8 0 82527 0 8 261120", "read hits 1154 of 1134"),
+    ("0 2088960 writecache 0 129541 47538 0 1134 154 82571 36 8 90000 82527 0 8 261120", "writes around 90000 of 82571"),
 ])
 def test_a_status_line_that_is_no_caches_or_is_cut_or_damaged_says_so_in_one_line(status, message) -> None:
     with pytest.raises(CacheStatusError) as raised:
@@ -123,13 +129,18 @@ def bad_time(text: list[str]) -> None:
     text[2] = "2026-13-45T99:00:00.000Z" + text[2][24:]
 
 
+def nat_time(text: list[str]) -> None:
+    text[2] = "NaTZ" + text[2][text[2].index("\t"):]
+
+
 @pytest.mark.parametrize("change, line, message", [
     (repeat_line, 5, "does not follow"),
-    (counter_falls, 6, "read_hits fell from"),
     (cut_line, 7, "cut short"),
+    (nat_time, 3, "is not UTC ISO 8601"),
     (huge_number, 4, "is '9999"),
     (no_header, 1, "no `time<TAB>status` header"),
     (bad_time, 3, "is not a date and time"),
+    (lambda text: text.__setitem__(3, "2026Z" + text[3][text[3].index("\t"):]), 4, "is not UTC ISO 8601"),
 ])
 def test_a_cut_or_corrupted_cache_log_is_an_error_naming_its_line(tmp_path, change, line, message) -> None:
     path = damaged(WRITEBACK, tmp_path, change)
@@ -137,6 +148,19 @@ def test_a_cut_or_corrupted_cache_log_is_an_error_naming_its_line(tmp_path, chan
         cache.read(path)
     assert raised.value.line == line and message in raised.value.message, str(raised.value)
     assert str(raised.value).startswith(f"{path}:{line}: ") and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("change, mark", [
+    (counter_falls, "cache.log:6: read_hits fell from 8113 to 10 (the cache was reset): the trial has no cache figures"),
+    (lambda text: text.__setitem__(6, text[6].split("\t")[0] + "\t0 2088960 cache Fail"),
+     "cache.log:7: the cache device reports Fail: the trial has no cache figures"),
+])
+def test_a_cache_that_failed_or_was_made_anew_marks_its_trial_on_both_sides(tmp_path, change, mark) -> None:
+    path = damaged(WRITEBACK, tmp_path, change)
+    samples = cache.read(path)
+    assert samples.marks == [mark] and len(samples) == 0
+    host, failed = collected.cache_samples(path.read_text())
+    assert failed == mark.removesuffix(": the trial has no cache figures") and len(host) == (4 if "fell" in mark else 5)
 
 
 def test_a_failed_read_is_a_gap_and_a_note_not_an_error(tmp_path) -> None:
@@ -150,7 +174,8 @@ def test_a_failed_read_is_a_gap_and_a_note_not_an_error(tmp_path) -> None:
 
 
 def test_the_host_sums_up_the_measured_window_and_a_warming_cache_is_flagged() -> None:
-    samples = collected.cache_samples(WRITETHROUGH.read_text())
+    samples, failed = collected.cache_samples(WRITETHROUGH.read_text())
+    assert failed is None
     started = samples[0][0] - dt.timedelta(seconds=2)
     # A 3-s warmup: the samples 2.0 and 3.2 s after the start are before the window (t = 2, 3), the
     # other four (t = 4, 6, 7, 8: placed at their milliseconds, as the report does) are in it.
@@ -242,6 +267,6 @@ def test_a_cache_still_warming_while_measured_is_flagged_by_the_report_as_by_the
     record = json.loads((directory / "trial.json").read_text())
     window = collected.Window(dt.datetime.fromisoformat(record["times"]["started"].replace("Z", "+00:00")),
                               record["durations"]["warmup_s"], 1, 30)
-    summary = collected.cache_summary(window, collected.cache_samples((directory / "cache.log").read_text()))
+    summary = collected.cache_summary(window, collected.cache_samples((directory / "cache.log").read_text())[0])
     assert summary["read_hit_ratio_halves"] == pytest.approx([first, second])
     assert summary["read_hit_ratio"] == pytest.approx(cached.iloc[0]["cache_read_hit_ratio"])

@@ -201,3 +201,26 @@ def test_the_io_hints_are_the_queues_numbers_or_none(tmp_path, monkeypatch) -> N
     (tmp_path / "md127" / "queue" / "optimal_io_size").write_text("١٢\n")
     assert layouts.io_hints("md127") == {"io_min_bytes": 524288, "io_opt_bytes": None}
     assert layouts.io_hints("md9") == {"io_min_bytes": None, "io_opt_bytes": None}
+
+
+@pytest.mark.parametrize("name, uuid, ours", [
+    ("innomatrix-bench", "LVM-abc", True),
+    # A cache's hidden volumes, as Debian 12's LVM names them (seen in the VM).
+    ("innomatrix-bench_corig", "LVM-abc-real", True),
+    ("innomatrix-bench_wcorig", "LVM-abc-real", True),
+    ("innomatrix-cache_cvol", "LVM-abc", True),
+    ("innomatrix-cache_cvol-cdata", "LVM-abc-cdata", True),
+    ("innomatrix-cache_cvol-cmeta", "LVM-abc-cmeta", True),
+    # Someone's volume in a group that is called innomatrix; a group called innomatrix-data; a
+    # device-mapper target of another kind that borrows the name.
+    ("innomatrix-home", "LVM-abc", False),
+    ("innomatrix--data-bench", "LVM-abc", False),
+    ("innomatrix-bench", "CRYPT-LUKS2-abc-innomatrix-bench", False),
+    ("", "", False),
+])
+def test_only_the_volumes_the_suite_makes_hold_a_member_as_its_own(tmp_path, monkeypatch, name, uuid, ours) -> None:
+    monkeypatch.setattr(layouts, "SYS_BLOCK", tmp_path)
+    (tmp_path / "dm-3" / "dm").mkdir(parents=True)
+    (tmp_path / "dm-3" / "dm" / "name").write_text(name + "\n")
+    (tmp_path / "dm-3" / "dm" / "uuid").write_text(uuid + "\n")
+    assert layouts.holder_is_ours("dm-3") is ours
