@@ -1,8 +1,8 @@
 """Storage layouts end to end, on the VM host's own kernel (md, device-mapper): the matrix builds
 md-raid0 and lvm-stripe over 2 and 4 members, runs fileio on each, reads
 the layout back from the kernel, aligns the filesystem to it, removes it after its pass, and the
-report compares member counts and mdadm with LVM. (OLTP cells on a layout are not in this file
-yet: each pass costs minutes under TCG.)
+report compares member counts and mdadm with LVM; then seed 000's flash cache, OLTP on a slow
+member alone and behind a dm-cache on the emulated NVMe.
 
 Known answer: every member is throttled by QEMU to MEMBER_IOPS, so random reads over a 4-member
 stripe must read about 4 × one member's. Tests run in file order (the refusals first, on
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4", "im-x1")
 # The flash of the cache test: an emulated NVMe device, unthrottled (and 512 MiB: it holds the
 # dataset with room to spare, as the seed's cache did).
 CACHE_SERIAL = "im-flash"
+REPEATS_CACHE = 3
 
 
 class Layouts:
@@ -208,6 +210,9 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     try:
         done = vm.play(layouts=["lvm-backing-only", "lvm-cache-writeback"], run_name="cache", workloads=["oltp"],
                        bp_sizes=["16M"], threads=[4], warmup=3, duration=12, oltp_tables=2, oltp_table_size=50000,
+                       # Three trials a side: with two, one side's spread (26 and 42 tps in a CI run) left
+                       # Welch's t a single degree of freedom and an interval of 0.01-4 around 0.23.
+                       repeats=REPEATS_CACHE,
                        # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
                        mycnf_overrides={"innodb_log_file_size": "48M"})
     finally:
@@ -218,7 +223,7 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     for name in ("lvm-backing-only", "lvm-cache-writeback"):
         cells = sorted(run.glob(f"vm/{name}-m2/xfs/oltp/A/bp-16M/t4/r*/trial.json"))
         trials = [json.loads(cell.read_text()) for cell in cells]
-        assert len(trials) == 2 and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
+        assert len(trials) == REPEATS_CACHE and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
         tps[name] = [t["summary"]["throughput_median"] for t in trials]
         read_back = trials[0]["device"]["layout"]["read_back"]
         kernel[name] = read_back
@@ -243,13 +248,14 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
             assert summary["at_end"]["read_hits"] > summary["at_measure_start"]["read_hits"]
             assert len((cell.parent / "cache.log").read_text().splitlines()) >= 15
     print("OLTP tps, backing only and with a writeback cache:", tps)
-    assert min(tps["lvm-cache-writeback"]) >= 3 * max(tps["lvm-backing-only"]), tps
+    # The issue's figure, medians: under TCG a trial's throughput moves by a third from one to the next.
+    assert statistics.median(tps["lvm-cache-writeback"]) >= 3 * statistics.median(tps["lvm-backing-only"]), tps
     # The report: the layouts side by side, the ratio with its verdict, the cache's own figures.
     rows = pd.read_csv(run / "tables" / "layout_compare.csv").to_dict("records")
     [pair] = [r for r in rows if (r["layout_a"], r["layout_b"]) == ("lvm-backing-only", "lvm-cache-writeback")]
     print("backing only / writeback cache:", pair["ratio"], pair["ci_low"], pair["ci_high"], pair["verdict"])
-    # Two trials a side: Welch's t has a degree of freedom or two, so the interval is wide (0.13-0.45
-    # around 0.25 in a run here); its sign is the known answer, its size the ratio's.
+    # Three trials a side: Welch's t has two to four degrees of freedom, so the interval is wide; its
+    # sign is the known answer, its size the ratio's.
     assert pair["verdict"] == "differs" and pair["ratio"] <= 1 / 3 and pair["ci_high"] < 1, pair
     table = pd.read_csv(run / "tables" / "cache_layouts.csv").set_index("layout")
     assert table.loc["lvm-cache-writeback", "cache_read_hit_ratio"] >= 0.8
