@@ -32,8 +32,9 @@ cache: seed 000's table. The backing disk held to BACKING_IOPS (HDD-like), the c
 unthrottled emulated NVMe; OLTP with a 16M buffer pool over about 25 MB of data (the working set
 beyond the pool, within the cache) on the disk alone, the flash alone, and dm-cache writeback,
 dm-cache writethrough and dm-writecache in front of the disk, 3 repeats. Prints the report's
-cache_layouts table (median tps, the cache's read and write hit ratios, dirty data at the end) and
-every layout ÷ layout ratio with its interval and verdict (layout_compare).
+cache_layouts table (median tps, the cache's read and write hit ratios, dirty data at the end),
+every layout ÷ layout ratio with its interval and verdict (layout_compare), and each trial's bytes
+per transaction from InnoDB down to the NVMe's own count (bytes_to_flash).
 
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
@@ -201,6 +202,12 @@ def cache() -> None:
         for _, row in pd.read_csv(tables / "layout_compare.csv").iterrows():
             print(f"  {row['layout_a']} ÷ {row['layout_b']}: {row['ratio']:.3f} ({row['ci_low']:.3f}–"
                   f"{row['ci_high']:.3f}) {row['verdict']}")
+        print("bytes written per transaction: InnoDB and block layer (measured window), the NVMe's own count "
+              "(SMART data units, the driver's whole run):")
+        for _, row in pd.read_csv(tables / "bytes_to_flash.csv").iterrows():
+            print(f"  {row['trial']}: InnoDB {row['innodb_bytes_per_trx']:,.0f}  block layer "
+                  f"{row['device_bytes_per_trx']:,.0f}  flash {row['flash_bytes_per_trx']:,.0f}  "
+                  f"({row['flash_mib_written']:.1f} MiB to {row['flash_disks']})")
 
 
 PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp, "cache": cache}

@@ -196,6 +196,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "driver_complete": True,
         "driver_breaks": "",
         "driver_flags": "; ".join(_driver_flags(fields)),
+        **_flash(fields),
         "fileio_run_p95_ms": fields.number("fileio.run_latency_p95_ms", 0, 1e7),
         "fileio_run_p99_ms": fields.number("fileio.run_latency_p99_ms", 0, 1e7),
         "iostat_truncated": False,
@@ -205,6 +206,41 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "marks": marks,
         **decided,
     }
+
+
+# The most bytes a disk's counters may say one trial sent it: 1 PB is absurd for a trial, not for a disk.
+FLASH_BYTES = (0, 10 ** 15)
+
+
+def _flash(fields: Fields) -> dict[str, Any]:
+    """What the disks' own counters (NVMe data units, innomatrix_host.smart.data_units_span) say the
+    trial's driver wrote to them: the bytes summed over the disks that could say, their names, and
+    why each other disk could not. A trial.json from before these were read has none of them."""
+    disks = fields.raw("flash.disks")
+    if disks is None:
+        return {"flash_written_bytes": None, "flash_disks": "", "flash_unread": ""}
+    if not isinstance(disks, list):
+        raise fields.fail(f"flash.disks is {_show(disks)}, not a list")
+    span = fields.time("flash.from"), fields.time("flash.to")
+    if None in span or span[0] > span[1]:
+        raise fields.fail(f"flash.from and flash.to are {fields.raw('flash.from')!r} and {fields.raw('flash.to')!r},"
+                          " not a span of time in order")
+    written, counted, unread = 0, [], []
+    for at in range(len(disks)):
+        name = fields.text(f"flash.disks.{at}.device") or "?"
+        reason = fields.text(f"flash.disks.{at}.unsupported")
+        if reason is not None:
+            reason = " ".join(reason.split())[:200]
+            # smartctl's reasons mostly name the device already
+            unread.append(reason if reason.startswith(name) else f"{name}: {reason}")
+            continue
+        count = fields.integer(f"flash.disks.{at}.written_bytes", *FLASH_BYTES)
+        if count is None:
+            raise fields.fail(f"flash.disks.{at} has neither written_bytes nor a reason it has none")
+        written += count
+        counted.append(name)
+    return {"flash_written_bytes": float(written) if counted else None, "flash_disks": ", ".join(counted),
+            "flash_unread": "; ".join(unread)}
 
 
 def device_model(fields: Fields) -> str:

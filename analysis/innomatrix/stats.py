@@ -446,6 +446,26 @@ def cache_figures(rows: pd.DataFrame | None) -> dict[str, float]:
         ("cache_read_hit_ratio_first_half", first), ("cache_read_hit_ratio_second_half", second))}
 
 
+def flash_figures(meta: pd.Series, whole: pd.DataFrame | None) -> dict[str, Any]:
+    """What the disks' own counters (NVMe SMART data units) say the driver's whole run wrote to them,
+    per transaction of that run, warmup included (the counters are read just before the driver
+    starts and just after it ends); NaN, with `flash_unread` saying why, where no disk could say
+    (a loop device, a virtio disk) or the run counted no transactions (fileio)."""
+    written = meta.get("flash_written_bytes")
+    found = {"flash_mib_written": float("nan"), "flash_bytes_per_trx": float("nan"),
+             "flash_disks": meta.get("flash_disks") or "", "flash_unread": meta.get("flash_unread") or ""}
+    if written is None or pd.isna(written):
+        return found
+    found["flash_mib_written"] = float(written) / 2 ** 20
+    values = whole["value"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
+    values = values[~np.isnan(values)]
+    ri = float(meta["report_interval_s"])
+    run_trx = transactions_per_s(meta["throughput_unit"], values.sum(), values.sum()) * ri if values.size else float("nan")
+    if run_trx > 0:
+        found["flash_bytes_per_trx"] = float(written) / run_trx
+    return found
+
+
 CACHE_FIGURES = ("cache_read_hit_ratio", "cache_write_hit_ratio", "cache_dirty_mib_end",
                  "cache_read_hit_ratio_first_half", "cache_read_hit_ratio_second_half")
 
@@ -555,6 +575,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         # How far the checkpoint trailed the redo at worst while measuring (frame.CHECKPOINT_AGE).
         "checkpoint_age_max_mib": _max(_series(rows, "status.checkpoint_age")) / 2 ** 20,
         **cache_figures(rows),
+        **flash_figures(meta, whole),
         # fileio: the whole run's percentiles from sysbench's latency histogram (trial.json).
         "fileio_run_p95_ms": meta["fileio_run_p95_ms"],
         "fileio_run_p99_ms": meta["fileio_run_p99_ms"],

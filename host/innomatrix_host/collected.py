@@ -250,3 +250,13 @@ def stall_figures(directory: Path, trial: Mapping[str, Any], times: list[float])
     span_s = (times[-1] if times else 0.0) + interval
     warned, _ = server_log.placed(server_log.read_head(directory / "mysqld.err"), started, span_s)
     return stalls.Figures(series, points.async_bytes, points.sync_bytes, warned)
+
+
+def smart_devices(device: Mapping[str, Any]) -> list[str]:
+    """The disks whose own counters (SMART) a trial reads before and after its driver: on a layout
+    each member the kernel read back (an md or dm device has no SMART of its own), else the device
+    under test."""
+    layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
+    members = (layout.get("read_back") or {}).get("members") or []
+    names = [m["name"] for m in members if isinstance(m, Mapping) and m.get("name")]
+    return [f"/dev/{name}" for name in names] if names else [str(device.get("path") or "")]

@@ -348,3 +348,29 @@ def snapshot(
         "wear": wear(output),
         "nvme_cli": _nvme_cli(device, run) if device.startswith("/dev/nvme") else None,
     }
+
+
+def data_units_span(device: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What a device's own counters say the host sent it between two snapshot()s: NVMe data
+    units written and read, in bytes (`written_bytes`, `read_bytes`, each good to one unit), or
+    `unsupported` with one line saying why. A device without SMART (a loop device, a virtio
+    disk), one that reports no data units (an ATA SSD: its host-writes attributes are vendors'
+    own units) or one whose counters fell (reset, or another device under the name) gives no
+    figure: never a 0 that would read as "wrote nothing"."""
+    for reading in (before, after):
+        if reading.get("status") != "ok":
+            return {"device": device, "unsupported": str(reading.get("reason") or "SMART could not be read")}
+    changes = snapshot_delta(before, after) or {}
+    if "error" in changes:
+        return {"device": device, "unsupported": changes["error"]}
+    counters = {}
+    for name in ("written", "read"):
+        old, new = (reading["wear"].get(f"data_units_{name}_bytes") for reading in (before, after))
+        if not isinstance(old, int) or not isinstance(new, int):  # _number never gives a bool
+            protocol = after["wear"].get("protocol") or "unknown"
+            return {"device": device, "unsupported": f"{device} reports no NVMe data units {name} (protocol {protocol})"}
+        if new < old:
+            return {"device": device, "unsupported": f"{device}'s data units {name} fell from {old // NVME_DATA_UNIT_BYTES}"
+                                                     f" to {new // NVME_DATA_UNIT_BYTES}: the device was reset or replaced"}
+        counters[f"{name}_bytes"] = new - old
+    return {"device": device, **counters, "unit_bytes": NVME_DATA_UNIT_BYTES}

@@ -15,6 +15,9 @@ description:
     known to the precision asked (innomatrix_host.steady), and records what it decided and why.
   - A fileio cell runs sysbench fileio on the prepared test files with vmstat and iostat beside
     it and no server, and records the device's SMART or NVMe health before and after.
+  - Every cell reads each disk's own write and read counters (NVMe SMART data units; each member
+    of a layout, else the device) just before its driver starts and just after it ends, into
+    trial.json's C(flash); a disk without them is recorded with the reason, never as 0.
   - One module call instead of a task per step keeps Ansible's fixed cost per cell near 1 s.
   - A cell that fails is recorded with status failed and its reasons; the module itself only
     fails when it cannot write the results.
@@ -49,7 +52,8 @@ from typing import NamedTuple
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
 from ansible.module_utils.innomatrix_host import flags
-from ansible.module_utils.innomatrix_host.collected import Window, cache_dm_name, cache_samples, cache_summary, watched_devices
+from ansible.module_utils.innomatrix_host.collected import (
+    Window, cache_dm_name, cache_samples, cache_summary, smart_devices, watched_devices)
 from ansible.module_utils.innomatrix_host.collected import text as text_of
 from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
@@ -58,7 +62,7 @@ from ansible.module_utils.innomatrix_host.runtime import (
     Collectors, Server, TrialError, batch_text, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore,
     server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
-from ansible.module_utils.innomatrix_host.smart import snapshot, snapshot_delta
+from ansible.module_utils.innomatrix_host.smart import data_units_span, snapshot, snapshot_delta
 from ansible.module_utils.innomatrix_host.steady import Rules, Watcher
 from ansible.module_utils.innomatrix_host.sysbench import (
     INCOMPLETE_LOG, QUEUE_FULL, measured_stalls, parse_interval, parse_output, rate_figures, summarize,
@@ -201,6 +205,29 @@ def throughput_of(line: str, cell: dict) -> tuple[float, float] | None:
     return (float(interval["t"]), float(interval["tps"])) if interval and interval["kind"] == "oltp" else None
 
 
+class DiskCounters:
+    """Each disk's own counters of what the host sent it (NVMe data units), read just before the
+    driver starts and just after it ends: trial.json's `flash`, the span's times and, per disk,
+    smart.data_units_span (bytes written and read, or why the disk cannot say). The report divides
+    them by the transactions of the driver's whole run, warmup included: SMART counts in 512 000
+    byte units and is read in a fraction of a second, not at the warmup's end."""
+
+    def __init__(self, device: dict):
+        self.disks = [disk for disk in smart_devices(device) if disk]
+        self.before: dict[str, dict] = {}
+        self.started = ""
+
+    def read_before(self) -> None:
+        self.started = iso(utcnow())
+        self.before = {disk: snapshot(disk) for disk in self.disks}
+
+    def record(self, trial: dict) -> None:
+        if not self.before:
+            return  # the driver never started
+        spans = [data_units_span(disk, self.before[disk], snapshot(disk)) for disk in self.disks]
+        trial["flash"] = {"from": self.started, "to": iso(utcnow()), "disks": spans}
+
+
 def record_decisions(watcher: Watcher, stopped: bool, trial: dict) -> None:
     """Where the trial started measuring and why, and where it stopped and why, in trial.json."""
     decided = watcher.conclude(stopped)
@@ -223,6 +250,7 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
     trial["fileio_dir"] = str(workdir)
     trial["hygiene"] = {"page_cache": drop_caches()}
     trial["smart"] = {"before": snapshot(device)}
+    disks = DiskCounters(p["device"])
     collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), None, cache_dm_name(p["device"]))
     driver = None
     try:
@@ -232,11 +260,13 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
         collectors.start()
         argv = fileio_argv(cell["fileio"], cell["threads"], [*FILEIO_EXTRA, *timed(cell), "run"])
         trial["driver"]["command"] = shlex.join(argv)
+        disks.read_before()  # before the clock: SMART takes a fraction of a second to answer
         start_clock(cell, trial)
         driver = spawn(argv, tmp / "driver.log", cwd=workdir)
         wait_for_driver(driver, cell, tmp, trial)
     finally:
         end(driver, first=signal.SIGINT)
+        disks.record(trial)
         collectors.stop()
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -278,6 +308,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     trial["hygiene"] = {"page_cache": drop_caches()}
 
     server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
+    disks = DiskCounters(p["device"])
     collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), server, cache_dm_name(p["device"]))
     driver = None
     try:
@@ -294,6 +325,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
             trial["flush_types_unread"] = f"not switched on: {exc}"
         collectors.start()
         trial["driver"]["command"] = shlex.join(argv)
+        disks.read_before()  # before the clock: SMART takes a fraction of a second to answer
         start_clock(cell, trial)
         driver = spawn(argv, tmp / "driver.log")
         try:
@@ -306,6 +338,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
             raise TrialError(f"server died during the trial: {tail(error_log, 3)}")
     finally:
         end(driver, first=signal.SIGINT)
+        disks.record(trial)
         collectors.stop()
         if collectors.status and collectors.status.metrics_unread:
             # Its lines stop where its reads did: the report draws none of them for this trial.

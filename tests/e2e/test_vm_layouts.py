@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from e2e_env import NEEDS_ROOT, ok
+from innomatrix.parse import iostat
 from remote_hosts import play_matrix, project_inventory
 from vm_host import Disk, needs_vm, vm_host
 from vm_layout_knobs import KNOBS, MEMBER_IOPS
@@ -70,6 +71,25 @@ def vm():
     with vm_host("innomatrix-e2e-vml-", "vm-l", disks=disks, nvme=[Disk(CACHE_SERIAL, size=1 << 29)]) as (base, host):
         base.chmod(0o755)
         yield Layouts(base, host)
+
+
+def flash_counted(trial_dir: Path, trial: dict, disks: dict, nvme: str) -> None:
+    """The emulated NVMe's own count of what it was sent over the driver's run (SMART data units)
+    against the block layer's (iostat's wkB/s of that disk, a sample a second): within what iostat
+    says of the seconds wholly inside the span and of those touching it. A unit read as a sector, or
+    a kilobyte as a byte, falls far outside."""
+    counted = disks[f"/dev/{nvme}"]
+    assert counted["unit_bytes"] == 512_000 and counted["written_bytes"] > 0, counted
+    samples = iostat.read(trial_dir / "iostat.json", device=nvme)
+    stamps = samples.times.astype("datetime64[ms]").astype(np.int64) / 1000.0
+    written = samples.metrics["wkB/s"] * 1024.0
+    span = [pd.Timestamp(trial["flash"][edge]).timestamp() for edge in ("from", "to")]
+    # A sample stamped T (whole seconds, cut down) covers a second that ends between T and T + 1.
+    inside = written[(stamps - 1 >= span[0]) & (stamps + 1 <= span[1])].sum()
+    touching = written[(stamps + 1 > span[0]) & (stamps - 1 < span[1])].sum()
+    print(f"{trial_dir.name}: {nvme} says {counted['written_bytes'] / 2**20:.1f} MiB written, iostat "
+          f"{inside / 2**20:.1f}-{touching / 2**20:.1f} MiB over the same span")
+    assert inside * 0.95 - 512_000 <= counted["written_bytes"] <= touching * 1.05 + 512_000, (counted, inside, touching)
 
 
 def refused(done, line: str) -> None:
@@ -231,10 +251,16 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
             ["im-m1"] if name == "lvm-backing-only" else sorted(["im-m1", CACHE_SERIAL]))
         assert trials[0]["device"]["mkfs_options"] == ""  # no stripe to align to
         for cell, trial in zip(cells, trials):
+            disks = {disk["device"]: disk for disk in trial["flash"]["disks"]}
+            backing_disk = next(f"/dev/{m['name']}" for m in read_back["members"] if m["serial"] == "im-m1")
+            # A virtio disk has no SMART: no figure, and why, never a 0.
+            assert set(disks[backing_disk]) == {"device", "unsupported"}, disks
             if name == "lvm-backing-only":
                 assert read_back["target"] == "linear" and not (cell.parent / "cache.log").exists()
                 assert "cache" not in trial
                 continue
+            flash_counted(cell.parent, trial, disks, next(m["name"] for m in read_back["members"]
+                                                           if m["serial"] == CACHE_SERIAL))
             # The cache the kernel made: dm-cache, writeback, 64 KiB blocks, the member in front
             # of the flash; its counters each second, and over the measured window.
             assert (read_back["target"], read_back["cache_mode"], read_back["chunk_kib"]) == ("cache", "writeback", 64)
@@ -257,6 +283,10 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # Three trials a side: Welch's t has two to four degrees of freedom, so the interval is wide; its
     # sign is the known answer, its size the ratio's.
     assert pair["verdict"] == "differs" and pair["ratio"] <= 1 / 3 and pair["ci_high"] < 1, pair
+    flash = pd.read_csv(run / "tables" / "bytes_to_flash.csv")
+    print("bytes per transaction, InnoDB / block layer / flash:",
+          flash[["innodb_bytes_per_trx", "device_bytes_per_trx", "flash_bytes_per_trx"]].round().values.tolist())
+    assert len(flash) == REPEATS_CACHE and (flash["flash_bytes_per_trx"] > 0).all(), flash
     table = pd.read_csv(run / "tables" / "cache_layouts.csv").set_index("layout")
     assert table.loc["lvm-cache-writeback", "cache_read_hit_ratio"] >= 0.8
     assert pd.isna(table.loc["lvm-backing-only", "cache_read_hit_ratio"])

@@ -435,3 +435,45 @@ def test_real_smartctl_on_a_real_loop_device(tmp_path: Path) -> None:
         "device": device,
         "reason": f"{device}: Unable to detect device type",
     }
+
+
+# --- data_units_span: what a trial sent each disk ---------------------------------
+
+
+def _nvme_units(written: int, read: int) -> dict[str, Any]:
+    """A snapshot of the fixture's NVMe drive (through FakeRun) with its data unit counters set."""
+    output = _load("smartctl-7.3-nvme.json")
+    output["nvme_smart_health_information_log"].update(data_units_written=written, data_units_read=read)
+    run = FakeRun({"smartctl": (0, json.dumps(output)), "nvme": _fixture_reply("nvme-cli-2.3-smart-log.json")})
+    return smart.snapshot("/dev/nvme0n1", run=run)
+
+
+def test_data_units_span_is_the_growth_in_bytes() -> None:
+    span = smart.data_units_span("/dev/nvme0n1", _nvme_units(1000, 50), _nvme_units(1203, 51))
+    assert span == {"device": "/dev/nvme0n1", "written_bytes": 203 * 512_000, "read_bytes": 512_000,
+                    "unit_bytes": 512_000}
+
+
+def test_data_units_span_of_a_disk_without_smart_says_why() -> None:
+    loop = FakeRun({"smartctl": _fixture_reply("smartctl-7.3-loop-device.json", returncode=1)})
+    reading = smart.snapshot("/dev/loop13", run=loop)
+    assert smart.data_units_span("/dev/loop13", reading, reading) == {
+        "device": "/dev/loop13", "unsupported": "/dev/loop13: Unable to detect device type"}
+    # one good reading is not a span either
+    assert "unsupported" in smart.data_units_span("/dev/nvme0n1", _nvme_units(1, 1), {"status": "unsupported"})
+
+
+def test_data_units_span_of_a_sata_ssd_has_no_figure() -> None:
+    # Its host-writes attribute counts in the vendor's units (32 MiB on Intel): not summed with NVMe's.
+    run = FakeRun({"smartctl": _fixture_reply("smartctl-7.3-intel-dc-s3700-sata.json")})
+    reading = smart.snapshot("/dev/sdb", run=run)
+    span = smart.data_units_span("/dev/sdb", reading, reading)
+    assert span == {"device": "/dev/sdb", "unsupported": "/dev/sdb reports no NVMe data units written (protocol ATA)"}
+
+
+def test_data_units_span_whose_counters_fell_or_changed_disk_has_no_figure() -> None:
+    fell = smart.data_units_span("/dev/nvme0n1", _nvme_units(1000, 50), _nvme_units(10, 50))
+    assert fell["unsupported"] == "/dev/nvme0n1's data units written fell from 1000 to 10: the device was reset or replaced"
+    other = _nvme_units(1200, 50)
+    other["wear"] = dict(other["wear"], serial="ANOTHER")
+    assert "different devices" in smart.data_units_span("/dev/nvme0n1", _nvme_units(1000, 50), other)["unsupported"]

@@ -87,7 +87,7 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, say: Say | No
     by_layout = _within(cells, "layout", thresholds, host_floors)
     by_members = _within(cells[cells["layout"] != layout.PLAIN], "members", thresholds, host_floors)
     built = [t for t in (tables.layout_by_members(cells), by_members.table if by_members else None,
-                         by_layout.table if by_layout else None, tables.cache_layouts(cells),
+                         by_layout.table if by_layout else None, tables.cache_layouts(cells), tables.bytes_to_flash(cells),
                          tables.variant_by_bp(cells), costs.cost_table(cells, vcpus), tables.fs_by_bp(cells),
                          by_fs.table if by_fs else None,
                          fixed, capacities, tables.capacity_within(capacities, thresholds),

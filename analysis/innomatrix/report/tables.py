@@ -216,6 +216,36 @@ def cache_layouts(cells: pd.DataFrame) -> Table | None:
                  "each cache in front of the backing device", data, display[shown], notes)
 
 
+def bytes_to_flash(cells: pd.DataFrame) -> Table | None:
+    """The write amplification of each trial at three levels, per transaction: what InnoDB wrote
+    (its data and redo), what the block layer sent the device under test (iostat), both over the
+    measured window, and what the disks' own counters (NVMe SMART data units) say they were sent
+    over the driver's whole run. None unless some trial's disks could say; where a disk could not,
+    the note says why (a loop device, a virtio disk have no such counters), never a 0."""
+    counted = cells[cells["flash_mib_written"].notna()]
+    if counted.empty:
+        return None
+    columns = ["trial", "innodb_bytes_per_trx", "device_bytes_per_trx", "flash_bytes_per_trx", "flash_mib_written",
+               "flash_disks", "flash_unread"]
+    data = counted[columns].reset_index(drop=True)
+    display = pd.DataFrame({
+        "trial": data["trial"],
+        "InnoDB (B/trx)": [fmt(v, 0) for v in data["innodb_bytes_per_trx"]],
+        "block layer (B/trx)": [fmt(v, 0) for v in data["device_bytes_per_trx"]],
+        "flash (B/trx)": [fmt(v, 0) for v in data["flash_bytes_per_trx"]],
+        "flash written (MiB)": [fmt(v, 1) for v in data["flash_mib_written"]],
+        "disks counted": data["flash_disks"],
+    })
+    notes = ["InnoDB and block layer: the measured window; flash: the disks' own counters (NVMe SMART data units "
+             "of 512 000 bytes) read just before the driver started and just after it ended, so the whole run, "
+             "warmup included. On a layout, the sum over the members that could say."]
+    unread = sorted({reason for text in data["flash_unread"] for reason in str(text).split("; ") if reason})
+    if unread:
+        notes.append("Not counted, SMART could not say: " + "; ".join(unread[:10]))
+    return Table("bytes_to_flash", "Bytes written per transaction: InnoDB, the block layer and the flash's own count",
+                 data, display, notes)
+
+
 # The percentiles of a fixed-rate configuration's merged latency histogram.
 RATE_PERCENTILES = (50, 95, 99, 99.9)
 
@@ -670,6 +700,7 @@ SUMMARY_COLUMNS = (
     "errors_per_s", "errors_per_trx", "reconnects", "cpu_us", "cpu_sy", "cpu_wa", "cpu_id",
     "dev_r_s", "dev_w_s", "dev_read_mb_s", "dev_write_mb_s", "dev_r_await_ms", "dev_w_await_ms", "dev_util_pct",
     "innodb_bytes_per_trx", "device_bytes_per_trx", "write_amplification", "trx_per_s",
+    "flash_bytes_per_trx", "flash_mib_written", "flash_disks", "flash_unread",
     "dev_reads_per_trx", "dev_kib_read_per_trx", "dev_kib_written_per_trx", "redo_bytes_per_trx", "fsyncs_per_trx",
     "checkpoint_age_max_mib", "ss_first_s", "ss_at_measure_start", "ss_warmup_saveable_s", "flagged", "flags",
 )

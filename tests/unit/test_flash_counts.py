@@ -1,0 +1,91 @@
+"""What the disks' own counters (NVMe SMART data units) say a trial wrote to them: the disks a trial
+reads (collected.smart_devices), trial.json's `flash` read as untrusted (record), the figure per
+transaction of the driver's whole run (stats.flash_figures) and the report's table of the three
+levels (tables.bytes_to_flash). The reading itself is test_smart's; a real NVMe device's is the VM's."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from innomatrix import frame, record, report, stats
+from innomatrix.report import tables
+from innomatrix_host import collected
+from synth import Trial, steady, write_trial
+
+WRITTEN = 300 * 512_000  # 300 data units
+LOOP_REASON = "/dev/vdb: Unable to detect device type"
+
+
+def test_a_trial_reads_each_member_of_a_layout_or_else_the_device() -> None:
+    layout = {"path": "/dev/dm-3", "layout": {"read_back": {"members": [{"name": "vdb"}, {"name": "nvme0n1"}]}}}
+    assert collected.smart_devices(layout) == ["/dev/vdb", "/dev/nvme0n1"]
+    assert collected.smart_devices({"path": "/dev/nvme0n1", "layout": None}) == ["/dev/nvme0n1"]
+    assert collected.smart_devices({"path": "/dev/md127", "layout": {"read_back": None}}) == ["/dev/md127"]
+
+
+def with_flash(directory: Path, flash: object) -> None:
+    path = directory / "trial.json"
+    trial = json.loads(path.read_text())
+    trial["flash"] = flash
+    path.write_text(json.dumps(trial))
+
+
+def flash_of(written: object = WRITTEN) -> dict:
+    return {"from": "2026-11-22T02:43:50.500Z", "to": "2026-11-22T02:44:21.000Z",
+            "disks": [{"device": "/dev/vdb", "unsupported": LOOP_REASON},
+                      {"device": "/dev/nvme0n1", "written_bytes": written, "read_bytes": 0, "unit_bytes": 512_000}]}
+
+
+def flash_run(run: Path) -> Path:
+    counted = write_trial(run, Trial(tps=steady(30, 40.0, 0.0, seed=1), layout="lvm-cache-writeback", members=2))
+    with_flash(counted, flash_of())
+    write_trial(run, Trial(tps=steady(30, 40.0, 0.0, seed=2), layout="lvm-cache-writeback", members=2, repeat=2,
+                           seed=2))  # from before per-trial SMART: no `flash`
+    return run
+
+
+def test_flash_bytes_are_per_transaction_of_the_whole_run_and_never_a_zero_where_smart_cannot_say(tmp_path) -> None:
+    cells = stats.cells(frame.load(flash_run(tmp_path / "run"))).set_index("repeat")
+    counted, unread = cells.loc[1], cells.loc[2]
+    # 30 intervals of 40 tps, warmup included: 1 200 transactions; the unsupported disk adds nothing.
+    assert counted["flash_bytes_per_trx"] == pytest.approx(WRITTEN / 1200)
+    assert counted["flash_mib_written"] == pytest.approx(WRITTEN / 2 ** 20)
+    assert (counted["flash_disks"], counted["flash_unread"]) == ("/dev/nvme0n1", LOOP_REASON)
+    assert math.isnan(unread["flash_bytes_per_trx"]) and math.isnan(unread["flash_mib_written"])
+    table = tables.bytes_to_flash(cells.reset_index())
+    assert table.data["trial"].tolist() == [counted["trial"]]
+    assert table.display.iloc[0]["flash (B/trx)"] == f"{WRITTEN / 1200:,.0f}"
+    assert any(LOOP_REASON in note for note in table.notes), table.notes
+    written = report.report(tmp_path / "run")
+    assert "bytes_to_flash.csv" in {path.name for path in written.files}
+    assert "Bytes written per transaction: InnoDB, the block layer" in written.html.read_text()
+
+
+def test_no_table_where_no_disk_could_say(tmp_path) -> None:
+    run = tmp_path / "run"
+    with_flash(write_trial(run, Trial(tps=steady(20, 40.0, 0.0))),
+               {"from": "2026-11-22T02:43:50.500Z", "to": "2026-11-22T02:44:11.000Z",
+                "disks": [{"device": "/dev/loop0", "unsupported": "/dev/loop0: Unable to detect device type"}]})
+    cells = stats.cells(frame.load(run))
+    assert math.isnan(cells.iloc[0]["flash_bytes_per_trx"])
+    assert cells.iloc[0]["flash_unread"] == "/dev/loop0: Unable to detect device type"
+    assert tables.bytes_to_flash(cells) is None
+
+
+@pytest.mark.parametrize(("flash", "refusal"), [
+    (flash_of(10 ** 400), r"flash\.disks\.1\.written_bytes is 1000000000000000000000000000000000000\.\.\., outside 0–1e\+15"),
+    (flash_of(1.5), r"flash\.disks\.1\.written_bytes is 1\.5, not a whole number"),
+    (flash_of("300"), r"flash\.disks\.1\.written_bytes is '300', not a number"),
+    ({**flash_of(), "disks": "nvme0n1"}, r"flash\.disks is 'nvme0n1', not a list"),
+    ({**flash_of(), "to": "2026-11-22T02:43:00.000Z"}, r"flash\.from and flash\.to .* not a span of time in order"),
+    ({**flash_of(), "disks": [{"device": "/dev/nvme0n1"}]}, r"flash\.disks\.0 has neither written_bytes nor a reason"),
+])
+def test_a_damaged_flash_record_is_one_line_naming_the_file(tmp_path, flash, refusal) -> None:
+    directory = write_trial(tmp_path / "run", Trial(tps=steady(20, 40.0, 0.0)))
+    with_flash(directory, flash)
+    with pytest.raises(record.RecordError, match=refusal) as refused:
+        frame.load(tmp_path / "run")
+    assert str(refused.value).startswith(str(directory / "trial.json")) and "\n" not in str(refused.value)
