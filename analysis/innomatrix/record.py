@@ -216,18 +216,18 @@ def _flash(fields: Fields) -> dict[str, Any]:
     """What the disks' own counters (NVMe data units, innomatrix_host.smart.data_units_span) say the
     trial's driver wrote to them: the bytes summed over the disks that could say, their names, and
     why each other disk could not. A trial.json from before these were read has none of them."""
-    disks = fields.raw("flash.disks")
-    if disks is None:
+    if fields.raw("flash") is None:
         return {"flash_written_bytes": None, "flash_disks": "", "flash_unread": ""}
+    disks = fields.raw("flash.disks")
     if not isinstance(disks, list):
         raise fields.fail(f"flash.disks is {_show(disks)}, not a list")
     span = fields.time("flash.from"), fields.time("flash.to")
     if None in span or span[0] > span[1]:
-        raise fields.fail(f"flash.from and flash.to are {fields.raw('flash.from')!r} and {fields.raw('flash.to')!r},"
-                          " not a span of time in order")
-    written, counted, unread = 0, [], []
+        raise fields.fail(f"flash.from and flash.to are {_show(fields.raw('flash.from'))} and "
+                          f"{_show(fields.raw('flash.to'))}, not a span of time in order")
+    written, counted, unread, serials = 0, [], [], {}
     for at in range(len(disks)):
-        name = fields.text(f"flash.disks.{at}.device") or "?"
+        name = " ".join((fields.text(f"flash.disks.{at}.device") or "?").split())[:80]
         reason = fields.text(f"flash.disks.{at}.unsupported")
         if reason is not None:
             reason = " ".join(reason.split())[:200]
@@ -237,6 +237,12 @@ def _flash(fields: Fields) -> dict[str, Any]:
         count = fields.integer(f"flash.disks.{at}.written_bytes", *FLASH_BYTES)
         if count is None:
             raise fields.fail(f"flash.disks.{at} has neither written_bytes nor a reason it has none")
+        serial = fields.text(f"flash.disks.{at}.serial")
+        if serial and serial in serials:
+            # Namespaces of one controller: its SMART log counts them all, once.
+            unread.append(f"{name}: counted with {serials[serial]} (one controller, serial {serial[:40]})")
+            continue
+        serials[serial or name] = name
         written += count
         counted.append(name)
     return {"flash_written_bytes": float(written) if counted else None, "flash_disks": ", ".join(counted),

@@ -259,6 +259,7 @@ def _run_json(
             command,
             capture_output=True,
             text=True,
+            errors="replace",  # a byte the locale cannot decode is no reason to raise
             timeout=_COMMAND_TIMEOUT_S,
             check=False,
             env={**os.environ, "LC_ALL": "C"},
@@ -373,4 +374,6 @@ def data_units_span(device: str, before: dict[str, Any], after: dict[str, Any]) 
             return {"device": device, "unsupported": f"{device}'s data units {name} fell from {old // NVME_DATA_UNIT_BYTES}"
                                                      f" to {new // NVME_DATA_UNIT_BYTES}: the device was reset or replaced"}
         counters[f"{name}_bytes"] = new - old
-    return {"device": device, **counters, "unit_bytes": NVME_DATA_UNIT_BYTES}
+    # The SMART log is the controller's: two namespaces of one controller share these counters,
+    # and the report counts a serial once.
+    return {"device": device, "serial": after["wear"].get("serial"), **counters, "unit_bytes": NVME_DATA_UNIT_BYTES}

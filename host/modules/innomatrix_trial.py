@@ -224,7 +224,11 @@ class DiskCounters:
     def record(self, trial: dict) -> None:
         if not self.before:
             return  # the driver never started
-        spans = [data_units_span(disk, self.before[disk], snapshot(disk)) for disk in self.disks]
+        try:
+            spans = [data_units_span(disk, self.before[disk], snapshot(disk)) for disk in self.disks]
+        except Exception as exc:  # it runs in measure()'s finally: the server must still be stopped
+            spans = [{"device": disk, "unsupported": f"SMART not read: {' '.join(str(exc).split())[:200]}"}
+                     for disk in self.disks]
         trial["flash"] = {"from": self.started, "to": iso(utcnow()), "disks": spans}
 
 

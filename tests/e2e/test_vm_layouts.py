@@ -75,18 +75,20 @@ def vm():
 
 def flash_counted(trial_dir: Path, trial: dict, disks: dict, nvme: str) -> None:
     """The emulated NVMe's own count of what it was sent over the driver's run (SMART data units)
-    against the block layer's (iostat's wkB/s of that disk, a sample a second): within what iostat
-    says of the seconds wholly inside the span and of those touching it. A unit read as a sector, or
-    a kilobyte as a byte, falls far outside."""
+    against the block layer's (iostat's wkB/s of that disk, a sample each report interval): within 5 %
+    of what iostat says of the intervals wholly inside the span and of those touching it (iostat
+    stops right after the closing reading: its last part-second is in neither). A unit read as a
+    sector, or a kilobyte as a byte, falls far outside."""
     counted = disks[f"/dev/{nvme}"]
     assert counted["unit_bytes"] == 512_000 and counted["written_bytes"] > 0, counted
     samples = iostat.read(trial_dir / "iostat.json", device=nvme)
     stamps = samples.times.astype("datetime64[ms]").astype(np.int64) / 1000.0
-    written = samples.metrics["wkB/s"] * 1024.0
+    interval = trial["durations"]["report_interval_s"]
+    written = samples.metrics["wkB/s"] * 1024.0 * interval
     span = [pd.Timestamp(trial["flash"][edge]).timestamp() for edge in ("from", "to")]
-    # A sample stamped T (whole seconds, cut down) covers a second that ends between T and T + 1.
-    inside = written[(stamps - 1 >= span[0]) & (stamps + 1 <= span[1])].sum()
-    touching = written[(stamps + 1 > span[0]) & (stamps - 1 < span[1])].sum()
+    # A sample stamped T (whole seconds, cut down) covers an interval that ends between T and T + 1.
+    inside = written[(stamps - interval >= span[0]) & (stamps + 1 <= span[1])].sum()
+    touching = written[(stamps + 1 > span[0]) & (stamps - interval < span[1])].sum()
     print(f"{trial_dir.name}: {nvme} says {counted['written_bytes'] / 2**20:.1f} MiB written, iostat "
           f"{inside / 2**20:.1f}-{touching / 2**20:.1f} MiB over the same span")
     assert inside * 0.95 - 512_000 <= counted["written_bytes"] <= touching * 1.05 + 512_000, (counted, inside, touching)

@@ -14,6 +14,7 @@ from innomatrix import frame, record, report, stats
 from innomatrix.report import tables
 from innomatrix_host import collected
 from synth import Trial, steady, write_trial
+from trial_module import trial_module
 
 WRITTEN = 300 * 512_000  # 300 data units
 LOOP_REASON = "/dev/vdb: Unable to detect device type"
@@ -75,7 +76,44 @@ def test_no_table_where_no_disk_could_say(tmp_path) -> None:
     assert tables.bytes_to_flash(cells) is None
 
 
+def test_the_transactions_are_counted_at_the_trials_report_interval(tmp_path) -> None:
+    # 15 intervals of 2 s at 40 tps: 1 200 transactions, as 30 intervals of 1 s.
+    with_flash(write_trial(tmp_path / "run", Trial(tps=steady(15, 40.0, 0.0), report_interval=2, warmup_s=4)), flash_of())
+    [row] = stats.cells(frame.load(tmp_path / "run")).to_dict("records")
+    assert row["flash_bytes_per_trx"] == pytest.approx(WRITTEN / 1200)
+
+
+def test_namespaces_of_one_controller_are_counted_once(tmp_path) -> None:
+    # An NVMe SMART log is the controller's: two of its namespaces as members report one total twice.
+    shared = {"written_bytes": WRITTEN, "read_bytes": 0, "unit_bytes": 512_000, "serial": "S1"}
+    flash = {**flash_of(), "disks": [{"device": "/dev/nvme0n1", **shared}, {"device": "/dev/nvme0n2", **shared},
+                                     {"device": "/dev/nvme1n1", **shared, "serial": "S2"}]}
+    with_flash(write_trial(tmp_path / "run", Trial(tps=steady(30, 40.0, 0.0))), flash)
+    [row] = stats.cells(frame.load(tmp_path / "run")).to_dict("records")
+    assert row["flash_mib_written"] == pytest.approx(2 * WRITTEN / 2 ** 20)
+    assert row["flash_disks"] == "/dev/nvme0n1, /dev/nvme1n1"
+    assert row["flash_unread"] == "/dev/nvme0n2: counted with /dev/nvme0n1 (one controller, serial S1)"
+
+
+def test_a_failed_closing_reading_is_recorded_and_never_raises(monkeypatch) -> None:
+    # It runs in the trial's finally, before the server is stopped: a raise there would leave it running.
+    disks = trial_module.DiskCounters({"path": "/dev/nvme0n1"})
+    monkeypatch.setattr(trial_module, "snapshot", lambda disk: {"status": "unsupported", "reason": "no smartctl"})
+    trial: dict = {}
+    disks.record(trial)
+    assert trial == {}  # the driver never started: nothing read, nothing recorded
+    disks.read_before()
+
+    def broken(disk):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+    monkeypatch.setattr(trial_module, "snapshot", broken)
+    disks.record(trial)
+    [span] = trial["flash"]["disks"]
+    assert span["device"] == "/dev/nvme0n1" and span["unsupported"].startswith("SMART not read: 'utf-8' codec")
+
+
 @pytest.mark.parametrize(("flash", "refusal"), [
+    ({"from": "2026-11-22T02:43:50.500Z"}, r"flash\.disks is None, not a list"),
     (flash_of(10 ** 400), r"flash\.disks\.1\.written_bytes is 1000000000000000000000000000000000000\.\.\., outside 0–1e\+15"),
     (flash_of(1.5), r"flash\.disks\.1\.written_bytes is 1\.5, not a whole number"),
     (flash_of("300"), r"flash\.disks\.1\.written_bytes is '300', not a number"),

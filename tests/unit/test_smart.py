@@ -450,8 +450,8 @@ def _nvme_units(written: int, read: int) -> dict[str, Any]:
 
 def test_data_units_span_is_the_growth_in_bytes() -> None:
     span = smart.data_units_span("/dev/nvme0n1", _nvme_units(1000, 50), _nvme_units(1203, 51))
-    assert span == {"device": "/dev/nvme0n1", "written_bytes": 203 * 512_000, "read_bytes": 512_000,
-                    "unit_bytes": 512_000}
+    assert span == {"device": "/dev/nvme0n1", "serial": "PHLJ912300AB1P0FGN", "written_bytes": 203 * 512_000,
+                    "read_bytes": 512_000, "unit_bytes": 512_000}
 
 
 def test_data_units_span_of_a_disk_without_smart_says_why() -> None:

@@ -239,9 +239,10 @@ def bytes_to_flash(cells: pd.DataFrame) -> Table | None:
     notes = ["InnoDB and block layer: the measured window; flash: the disks' own counters (NVMe SMART data units "
              "of 512 000 bytes) read just before the driver started and just after it ended, so the whole run, "
              "warmup included. On a layout, the sum over the members that could say."]
-    unread = sorted({reason for text in data["flash_unread"] for reason in str(text).split("; ") if reason})
+    # Every trial's disks that could not say, the trials left out of the table too.
+    unread = sorted({reason for text in cells["flash_unread"] for reason in str(text).split("; ") if reason})
     if unread:
-        notes.append("Not counted, SMART could not say: " + "; ".join(unread[:10]))
+        notes.append("Not counted: " + "; ".join(unread[:10]) + (f" and {len(unread) - 10} more" if len(unread) > 10 else ""))
     return Table("bytes_to_flash", "Bytes written per transaction: InnoDB, the block layer and the flash's own count",
                  data, display, notes)
 
