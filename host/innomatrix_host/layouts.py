@@ -186,10 +186,12 @@ def build_commands(name: str, members: Sequence[str]) -> list[list[str]]:
     else:
         attach = ["lvconvert", "--yes", "--type", "writecache", "--cachevol", f"{VG}/{CACHE_LV}", *settings,
                   f"{VG}/{LV}"]
-    return [*group, volume,
-            ["lvcreate", "--yes", "--wipesignatures", "y", "--zero", "y", "--type", "linear", "--extents", "100%PVS",
-             "--name", CACHE_LV, VG, members[1]],
-            attach]
+    cache_volume = ["lvcreate", "--yes", "--wipesignatures", "y", "--zero", "y", "--type", "linear", "--extents",
+                    "100%PVS", "--name", CACHE_LV, VG, members[1]]
+    # LVM attaches a writecache only from an inactive volume ("must be inactive to attach"; found
+    # in the VM, LVM 2.03.16); dm-cache takes an active one.
+    inactive = [["lvchange", "--activate", "n", f"{VG}/{CACHE_LV}"]] if layout["type"] == "writecache" else []
+    return [*group, volume, cache_volume, *inactive, attach]
 
 
 # --- reading what is on a member -----------------------------------------------------------------

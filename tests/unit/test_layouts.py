@@ -42,9 +42,11 @@ def test_a_cache_is_built_over_the_whole_cache_device_in_front_of_the_whole_back
     assert layouts.build_commands("lvm-cache-writeback", [hdd, ssd]) == [*group, [*on, hdd], cache_volume, [
         "lvconvert", "--yes", "--type", "cache", "--cachevol", "innomatrix/cache", "--cachemode", "writeback",
         "--cachepolicy", "smq", "--chunksize", "64k", "innomatrix/bench"]]
-    assert layouts.build_commands("lvm-writecache", [hdd, ssd])[-1] == [
+    # A writecache attaches only from an inactive volume (LVM refused the active one in the VM).
+    assert layouts.build_commands("lvm-writecache", [hdd, ssd])[-3:] == [cache_volume, [
+        "lvchange", "--activate", "n", "innomatrix/cache"], [
         "lvconvert", "--yes", "--type", "writecache", "--cachevol", "innomatrix/cache",
-        "--cachesettings", "high_watermark=50", "--cachesettings", "low_watermark=45", "innomatrix/bench"]
+        "--cachesettings", "high_watermark=50", "--cachesettings", "low_watermark=45", "innomatrix/bench"]]
     assert layouts.member_roles(LAYOUTS["lvm-cache-writethrough"], [hdd, ssd]) == [f"backing: {hdd}", f"cache: {ssd}"]
     assert layouts.member_roles(LAYOUTS["lvm-stripe"], [hdd, ssd]) == [hdd, ssd]
     with pytest.raises(LayoutError, match=r"lvm-cache-writeback is over exactly 2 members \(backing, cache device\); 3 given"):
