@@ -47,9 +47,14 @@ def watched_devices(device: Mapping[str, Any]) -> list[str]:
     """What iostat watches for a trial: the device under test by the kernel's name and, on a
     layout, each of its members (the layout's figures are the array's; the members' say how the
     load spread)."""
+    return [kernel_name(device), *member_names(device)]
+
+
+def member_names(device: Mapping[str, Any]) -> list[str]:
+    """The kernel's names of a layout's members as it read them back; none for a plain device."""
     layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
     members = (layout.get("read_back") or {}).get("members") or []
-    return [kernel_name(device), *(m["name"] for m in members if isinstance(m, Mapping) and m.get("name"))]
+    return [m["name"] for m in members if isinstance(m, Mapping) and m.get("name")]
 
 
 def cache_dm_name(device: Mapping[str, Any]) -> str | None:
@@ -256,7 +261,5 @@ def smart_devices(device: Mapping[str, Any]) -> list[str]:
     """The disks whose own counters (SMART) a trial reads before and after its driver: on a layout
     each member the kernel read back (an md or dm device has no SMART of its own), else the device
     under test."""
-    layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
-    members = (layout.get("read_back") or {}).get("members") or []
-    names = [m["name"] for m in members if isinstance(m, Mapping) and m.get("name")]
+    names = member_names(device)
     return [f"/dev/{name}" for name in names] if names else [str(device.get("path") or "")]
