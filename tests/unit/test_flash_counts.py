@@ -23,6 +23,7 @@ LOOP_REASON = "/dev/vdb: Unable to detect device type"
 def test_a_trial_reads_each_member_of_a_layout_or_else_the_device() -> None:
     layout = {"path": "/dev/dm-3", "layout": {"read_back": {"members": [{"name": "vdb"}, {"name": "nvme0n1"}]}}}
     assert collected.smart_devices(layout) == ["/dev/vdb", "/dev/nvme0n1"]
+    assert collected.watched_devices(layout) == ["dm-3", "vdb", "nvme0n1"]  # iostat: the volume and its members
     assert collected.smart_devices({"path": "/dev/nvme0n1", "layout": None}) == ["/dev/nvme0n1"]
     assert collected.smart_devices({"path": "/dev/md127", "layout": {"read_back": None}}) == ["/dev/md127"]
 
