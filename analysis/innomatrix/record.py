@@ -29,6 +29,7 @@ import pandas as pd
 from innomatrix import layout, tree
 from innomatrix.plan import KnobError, parse_size
 from innomatrix_host.collected import kernel_name
+from innomatrix_host.layouts import CACHE_STARTS, LAYOUTS
 
 NOT_APPLICABLE = layout.NOT_APPLICABLE
 STATUSES = ("ok", "failed", "invalid")
@@ -197,6 +198,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "driver_breaks": "",
         "driver_flags": "; ".join(_driver_flags(fields)),
         **_flash(fields),
+        **_cache_start(fields, cell["layout"]),
         "fileio_run_p95_ms": fields.number("fileio.run_latency_p95_ms", 0, 1e7),
         "fileio_run_p99_ms": fields.number("fileio.run_latency_p99_ms", 0, 1e7),
         "iostat_truncated": False,
@@ -247,6 +249,33 @@ def _flash(fields: Fields) -> dict[str, Any]:
         counted.append(name)
     return {"flash_written_bytes": float(written) if counted else None, "flash_disks": ", ".join(counted),
             "flash_unread": "; ".join(unread)}
+
+
+# The most blocks a cache may say it holds: 2^40 blocks of 4 KiB are 4 PiB of flash.
+CACHE_BLOCKS = (0, 2 ** 40)
+
+
+def _cache_start(fields: Fields, layout_name: str) -> dict[str, Any]:
+    """A flash cache as the trial found it (the host's start_cache): warm or cold, as its layout
+    says it must be, and how many of its blocks held data; none where the trial ran on no cache
+    (or was recorded before the start was). The blocks are None where the host could not read them."""
+    if fields.raw("cache_start") is None:
+        return {"cache_start": "", "cache_blocks_at_start": None}
+    state = fields.text("cache_start.state")
+    if state not in CACHE_STARTS:
+        raise fields.fail(f"cache_start.state is {_show(state)}, none of {', '.join(CACHE_STARTS)}")
+    asked = LAYOUTS.get(layout_name, {}).get("start")
+    if state != asked:
+        raise fields.fail(f"cache_start.state is {state} but its layout {layout_name} starts "
+                          f"{asked or 'with no cache'}")
+    used = None
+    if fields.raw("cache_start.counters") is not None:
+        used = fields.integer("cache_start.counters.used_blocks", *CACHE_BLOCKS)
+        total = fields.integer("cache_start.counters.total_blocks", 1, CACHE_BLOCKS[1])
+        if used is None or total is None or used > total:
+            raise fields.fail(f"cache_start.counters say {_show(used)} of {_show(total)} blocks used, "
+                              "not a cache's")
+    return {"cache_start": state, "cache_blocks_at_start": used}
 
 
 def device_model(fields: Fields) -> str:

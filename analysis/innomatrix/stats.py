@@ -575,6 +575,9 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         # How far the checkpoint trailed the redo at worst while measuring (frame.CHECKPOINT_AGE).
         "checkpoint_age_max_mib": _max(_series(rows, "status.checkpoint_age")) / 2 ** 20,
         **cache_figures(rows),
+        # A flash cache's state when the trial began (warm, cold) and the blocks it held then.
+        "cache_start": meta.get("cache_start") or "",
+        "cache_blocks_at_start": meta.get("cache_blocks_at_start"),
         **flash_figures(meta, whole),
         # fileio: the whole run's percentiles from sysbench's latency histogram (trial.json).
         "fileio_run_p95_ms": meta["fileio_run_p95_ms"],

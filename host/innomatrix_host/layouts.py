@@ -39,7 +39,7 @@ SYS_BLOCK = Path("/sys/class/block")
 # and the cache in front of the backing device. A cache takes the whole cache device (LVM's
 # cachevol: data and metadata on one volume): `chunk_kib` is dm-cache's block, `settings` its
 # policy's or dm-writecache's tunables (writecache's watermarks are its dirty threshold, in per
-# cent of the cache's blocks).
+# cent of the cache's blocks). `start` is the cache's state when a trial begins (CACHE_STARTS).
 LAYOUTS: dict[str, dict[str, Any]] = {
     "md-raid0": {"kind": "md", "level": 0, "chunk_kib": 512, "metadata": "1.2", "min_members": 1},
     "md-raid5": {"kind": "md", "level": 5, "chunk_kib": 512, "metadata": "1.2", "min_members": 3},
@@ -49,13 +49,24 @@ LAYOUTS: dict[str, dict[str, Any]] = {
     "lvm-cache-device-only": {"kind": "lvm", "type": "linear", "on_member": 1, "min_members": 2,
                               "fixed_members": 2},
     "lvm-cache-writeback": {"kind": "lvm", "type": "cache", "cache_mode": "writeback", "policy": "smq",
-                            "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2},
+                            "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2, "start": "warm"},
     "lvm-cache-writethrough": {"kind": "lvm", "type": "cache", "cache_mode": "writethrough", "policy": "smq",
-                               "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2},
+                               "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2,
+                               "start": "warm"},
     "lvm-writecache": {"kind": "lvm", "type": "writecache",
                        "settings": {"high_watermark": 50, "low_watermark": 45}, "min_members": 2,
-                       "fixed_members": 2},
+                       "fixed_members": 2, "start": "warm"},
 }
+# A cache's state when a trial begins, part of the method (seed 000's trials ran two hours for it):
+# warm, as the dataset's load and the trial's own restore of the datadir left it (both went through
+# the cache); cold, made anew just before the trial's server starts (detached, its dirty blocks
+# written back, its volume made again and attached with the same settings), so that the trial
+# measures the cache filling. Each warm cache layout has a cold twin, `<name>-cold`: the layout's
+# name is in every cell's key and path, so warm and cold trials are never one cell.
+CACHE_STARTS = ("warm", "cold")
+CACHE_TYPES = ("cache", "writecache")
+LAYOUTS.update({f"{name}-cold": {**layout, "start": "cold"} for name, layout in list(LAYOUTS.items())
+                if layout.get("type") in CACHE_TYPES})
 # The cache volume LVM attaches to the benchmark's volume (its cachevol).
 CACHE_LV = "cache"
 # The device-mapper names of the volumes the suite makes: its volume, the hidden ones a cache
@@ -175,8 +186,12 @@ def build_commands(name: str, members: Sequence[str]) -> list[list[str]]:
               "--name", LV, VG, members[layout.get("on_member", 0)]]
     if layout["type"] == "linear":
         return [*group, volume]
-    # The cache: a volume over all of the cache device, attached to the benchmark's volume. A
-    # writeback cache begins clean (its volume is zeroed), so nothing is written back at first.
+    return [*group, volume, *attach_commands(layout, members[1])]
+
+
+def attach_commands(layout: dict[str, Any], cache_member: str) -> list[list[str]]:
+    """A cache layout's cache: a volume over all of the cache device, attached to the benchmark's
+    volume. A writeback cache begins clean (its volume is zeroed), so nothing is written back at first."""
     settings = [arg for key, value in sorted(layout["settings"].items())
                 for arg in ("--cachesettings", f"{key}={value}")]
     if layout["type"] == "cache":
@@ -187,11 +202,22 @@ def build_commands(name: str, members: Sequence[str]) -> list[list[str]]:
         attach = ["lvconvert", "--yes", "--type", "writecache", "--cachevol", f"{VG}/{CACHE_LV}", *settings,
                   f"{VG}/{LV}"]
     cache_volume = ["lvcreate", "--yes", "--wipesignatures", "y", "--zero", "y", "--type", "linear", "--extents",
-                    "100%PVS", "--name", CACHE_LV, VG, members[1]]
+                    "100%PVS", "--name", CACHE_LV, VG, cache_member]
     # LVM attaches a writecache only from an inactive volume ("must be inactive to attach"; found
     # in the VM, LVM 2.03.16); dm-cache takes an active one.
     inactive = [["lvchange", "--activate", "n", f"{VG}/{CACHE_LV}"]] if layout["type"] == "writecache" else []
-    return [*group, volume, cache_volume, *inactive, attach]
+    return [cache_volume, *inactive, attach]
+
+
+def recache_commands(name: str, members: Sequence[str]) -> list[list[str]]:
+    """What makes a cache layout's cache anew, empty, under its mounted volume (a cold start):
+    detach it (LVM writes a writeback cache's dirty blocks back first, and waits), remove its
+    volume, then the build's own commands for a cache over the same cache device."""
+    layout = LAYOUTS[name]
+    if layout.get("type") not in CACHE_TYPES:
+        raise LayoutError(f"{name} has no cache to make anew")
+    return [["lvconvert", "--yes", "--splitcache", f"{VG}/{LV}"], ["lvremove", "--yes", f"{VG}/{CACHE_LV}"],
+            *attach_commands(layout, members[1])]
 
 
 # --- reading what is on a member -----------------------------------------------------------------

@@ -55,12 +55,14 @@ from ansible.module_utils.innomatrix_host import flags
 from ansible.module_utils.innomatrix_host.collected import (
     Window, cache_dm_name, cache_samples, cache_summary, smart_devices, watched_devices)
 from ansible.module_utils.innomatrix_host.collected import text as text_of
+from ansible.module_utils.innomatrix_host.cache_status import CacheStatusError, parse_status
+from ansible.module_utils.innomatrix_host.layouts import LAYOUTS, recache_commands
 from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
 from ansible.module_utils.innomatrix_host.runtime import (
     Collectors, Server, TrialError, batch_text, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore,
-    server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
+    run, server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_host.smart import data_units_span, snapshot, snapshot_delta
 from ansible.module_utils.innomatrix_host.steady import Rules, Watcher
@@ -232,6 +234,31 @@ class DiskCounters:
         trial["flash"] = {"from": self.started, "to": iso(utcnow()), "disks": spans}
 
 
+def start_cache(device: dict, trial: dict) -> None:
+    """A flash cache as its layout says a trial begins on it (layouts.CACHE_STARTS): warm, as the
+    load and this trial's restore left it, or cold, made anew and empty now, before anything of the
+    trial runs. trial.json's `cache_start`: which, the seconds the remaking took, and the cache's
+    counters as the trial found it (a cold cache holds no blocks), or why they were not read."""
+    dm_name = cache_dm_name(device)
+    if not dm_name:
+        return
+    layout = device["layout"]
+    found: dict = {"state": LAYOUTS.get(layout["name"], {}).get("start", "warm"), "made_s": None}
+    trial["cache_start"] = found
+    if found["state"] == "cold":
+        began = time.monotonic()
+        for argv in recache_commands(layout["name"], layout["members_given"]):
+            try:
+                run(argv)
+            except TrialError as exc:
+                raise TrialError(f"the cold cache was not made anew: {exc}") from None
+        found["made_s"] = round(time.monotonic() - began, 3)
+    try:
+        found["counters"] = parse_status(run(["dmsetup", "status", "--noflush", dm_name], timeout=30).stdout)
+    except (TrialError, CacheStatusError) as exc:
+        found["counters_unread"] = str(exc)
+
+
 def record_decisions(watcher: Watcher, stopped: bool, trial: dict) -> None:
     """Where the trial started measuring and why, and where it stopped and why, in trial.json."""
     decided = watcher.conclude(stopped)
@@ -253,6 +280,7 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
     workdir = scratch or Path(p["dataset"]["pristine"])
     trial["fileio_dir"] = str(workdir)
     trial["hygiene"] = {"page_cache": drop_caches()}
+    start_cache(p["device"], trial)
     trial["smart"] = {"before": snapshot(device)}
     disks = DiskCounters(p["device"])
     collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), None, cache_dm_name(p["device"]))
@@ -310,6 +338,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
     restore_s, method = restore(Path(p["dataset"]["pristine"]), datadir)
     trial["dataset"].update(restore_s=round(restore_s, 3), restored_by=method)
     trial["hygiene"] = {"page_cache": drop_caches()}
+    start_cache(p["device"], trial)
 
     server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
     disks = DiskCounters(p["device"])

@@ -8,18 +8,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from synth import Trial, steady, write_trial
 
-from innomatrix import frame, report, stats
+from innomatrix import frame, record, report, stats
 from innomatrix.parse import ParseError
 from innomatrix.parse import cache
 from innomatrix.report import tables
-from innomatrix_host import cache_status, collected, flags
+from innomatrix_host import cache_status, collected, flags, layouts
 from innomatrix_host.cache_status import CacheStatusError
+from trial_module import trial_module
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "cache"
 WRITEBACK, WRITETHROUGH, WRITECACHE = (FIXTURES / f"{name}.log" for name in
@@ -270,3 +272,103 @@ def test_a_cache_still_warming_while_measured_is_flagged_by_the_report_as_by_the
     summary = collected.cache_summary(window, collected.cache_samples((directory / "cache.log").read_text())[0])
     assert summary["read_hit_ratio_halves"] == pytest.approx([first, second])
     assert summary["read_hit_ratio"] == pytest.approx(cached.iloc[0]["cache_read_hit_ratio"])
+
+
+def cache_start_of(state: str = "cold", used: object = 0, total: object = 8000) -> dict:
+    return {"state": state, "made_s": 9.5 if state == "cold" else None,
+            "counters": {"target": "cache", "used_blocks": used, "total_blocks": total, "read_hits": 0}}
+
+
+def with_cache_start(directory: Path, cache_start: object) -> Path:
+    path = directory / "trial.json"
+    record = json.loads(path.read_text())
+    record["cache_start"] = cache_start
+    path.write_text(json.dumps(record))
+    return directory
+
+
+def test_a_cold_and_a_warm_start_are_told_apart_with_the_blocks_the_cache_held(tmp_path) -> None:
+    run = tmp_path / "run"
+    for layout, cache_start in (("lvm-cache-writeback", cache_start_of("warm", 4000)),
+                                ("lvm-cache-writeback-cold", cache_start_of("cold", 0))):
+        with_cache_start(write_trial(run, Trial(tps=steady(30, 500.0, 0.01), layout=layout, members=2)), cache_start)
+    write_trial(run, Trial(tps=steady(30, 100.0, 0.01, seed=7), layout="lvm-backing-only", members=2, seed=7))
+    cells = stats.cells(frame.load(run)).set_index("layout")
+    assert cells.loc["lvm-cache-writeback", ["cache_start", "cache_blocks_at_start"]].tolist() == ["warm", 4000]
+    assert cells.loc["lvm-cache-writeback-cold", ["cache_start", "cache_blocks_at_start"]].tolist() == ["cold", 0]
+    assert cells.loc["lvm-backing-only", "cache_start"] == ""
+    table = tables.cache_layouts(cells.reset_index())
+    shown = table.display.set_index("layout")
+    assert shown.loc["lvm-cache-writeback-cold", ["start", "blocks cached at start"]].tolist() == ["cold", "0"]
+    assert shown.loc["lvm-cache-writeback", ["start", "blocks cached at start"]].tolist() == ["warm", "4,000"]
+    assert shown.loc["lvm-backing-only", ["start", "blocks cached at start"]].tolist() == ["-", "–"]
+
+
+@pytest.mark.parametrize(("layout", "cache_start", "refusal"), [
+    ("lvm-cache-writeback-cold", cache_start_of("lukewarm"), r"cache_start\.state is 'lukewarm', none of warm, cold"),
+    ("lvm-cache-writeback-cold", cache_start_of("warm"), r"cache_start\.state is warm but its layout "
+                                                         r"lvm-cache-writeback-cold starts cold"),
+    ("lvm-backing-only", cache_start_of("warm"), r"its layout lvm-backing-only starts with no cache"),
+    ("lvm-cache-writeback-cold", cache_start_of(used=10 ** 400), r"cache_start\.counters\.used_blocks is 1000"),
+    ("lvm-cache-writeback-cold", cache_start_of(used=9000), r"cache_start\.counters say 9000 of 8000 blocks used"),
+    ("lvm-cache-writeback-cold", cache_start_of(total=None), r"say 0 of None blocks used, not a cache's"),
+])
+def test_a_damaged_cache_start_is_one_line_naming_the_file(tmp_path, layout, cache_start, refusal) -> None:
+    directory = with_cache_start(write_trial(tmp_path / "run", Trial(tps=steady(20, 40.0, 0.0), layout=layout,
+                                                                     members=2)), cache_start)
+    with pytest.raises(record.RecordError, match=refusal) as refused:
+        frame.load(tmp_path / "run")
+    assert str(refused.value).startswith(str(directory / "trial.json")) and "\n" not in str(refused.value)
+
+
+class LvmStandIn:
+    """A test double for LVM and dmsetup, which this kernel cannot run (no device-mapper here; the
+    real commands run in the VM test host): records each command, answers `dmsetup status` with a
+    status line as the VM's dm-cache printed one, and fails the command named in `fail_on`."""
+
+    def __init__(self, status: str, fail_on: str | None = None):
+        self.commands: list[list[str]] = []
+        self.status, self.fail_on = status, fail_on
+
+    def __call__(self, argv, timeout=600):
+        self.commands.append(argv)
+        if self.fail_on and self.fail_on in argv:
+            raise trial_module.TrialError(f"{' '.join(argv[:2])} exited 5: Cannot split cache volume")
+        return subprocess.CompletedProcess(argv, 0, stdout=self.status if argv[0] == "dmsetup" else "", stderr="")
+
+
+def on_cache(layout: str) -> dict:
+    return {"path": "/dev/innomatrix/bench", "layout": {"name": layout, "members_given": ["/dev/vdb", "/dev/nvme0n1"],
+                                                       "read_back": {"target": "cache"}}}
+
+
+def test_a_cold_cache_is_made_anew_before_the_trial_and_a_warm_one_is_only_read(monkeypatch) -> None:
+    empty = "0 2088960 cache 8 24/2048 128 0/8000 0 0 0 0 0 0 0 2 metadata2 writeback 2 migration_threshold 2048 mq 0 rw -"
+    lvm = LvmStandIn(empty)
+    monkeypatch.setattr(trial_module, "run", lvm)
+    trial: dict = {}
+    trial_module.start_cache(on_cache("lvm-cache-writeback-cold"), trial)
+    assert lvm.commands == [*layouts.recache_commands("lvm-cache-writeback-cold", ["/dev/vdb", "/dev/nvme0n1"]),
+                            ["dmsetup", "status", "--noflush", "innomatrix-bench"]]
+    assert trial["cache_start"]["state"] == "cold" and trial["cache_start"]["made_s"] >= 0
+    assert trial["cache_start"]["counters"]["used_blocks"] == 0
+    warm = LvmStandIn(lines(WRITEBACK)[1].split("\t")[1])
+    monkeypatch.setattr(trial_module, "run", warm)
+    trial = {}
+    trial_module.start_cache(on_cache("lvm-cache-writeback"), trial)
+    assert warm.commands == [["dmsetup", "status", "--noflush", "innomatrix-bench"]]
+    assert (trial["cache_start"]["state"], trial["cache_start"]["made_s"]) == ("warm", None)
+    assert trial["cache_start"]["counters"]["used_blocks"] == 5134
+    trial = {}
+    trial_module.start_cache({"path": "/dev/vdb", "layout": None}, trial)  # no cache: nothing run, nothing said
+    assert trial == {}
+
+
+def test_a_cold_cache_that_cannot_be_made_anew_fails_its_trial_and_unread_counters_are_said(monkeypatch) -> None:
+    monkeypatch.setattr(trial_module, "run", LvmStandIn("", fail_on="--splitcache"))
+    with pytest.raises(trial_module.TrialError, match=r"^the cold cache was not made anew: lvconvert --yes exited 5"):
+        trial_module.start_cache(on_cache("lvm-cache-writeback-cold"), {})
+    monkeypatch.setattr(trial_module, "run", LvmStandIn("0 2088960 cache 8 24/2048"))
+    trial: dict = {}
+    trial_module.start_cache(on_cache("lvm-cache-writeback"), trial)
+    assert trial["cache_start"]["counters_unread"].startswith("a dm-cache status line cut short")

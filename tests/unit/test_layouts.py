@@ -53,6 +53,26 @@ def test_a_cache_is_built_over_the_whole_cache_device_in_front_of_the_whole_back
         layouts.check("lvm-cache-writeback", [hdd, ssd, "/dev/vdc"])
 
 
+
+def test_a_cold_cache_is_the_warm_ones_twin_made_anew_before_each_trial() -> None:
+    hdd, ssd = "/dev/vdb", "/dev/nvme0n1"
+    warm = [name for name, layout in LAYOUTS.items() if layout.get("start") == "warm"]
+    assert warm == ["lvm-cache-writeback", "lvm-cache-writethrough", "lvm-writecache"]
+    for name in warm:
+        # The same cache in every other respect, so the twins compare the start alone.
+        assert LAYOUTS[f"{name}-cold"] == {**LAYOUTS[name], "start": "cold"}
+        built = layouts.build_commands(f"{name}-cold", [hdd, ssd])
+        assert built == layouts.build_commands(name, [hdd, ssd])
+        # Detached (LVM writes dirty blocks back first), its volume removed, then made and attached
+        # again by the build's own last commands: a cache volume zeroed, the same settings.
+        again = layouts.recache_commands(f"{name}-cold", [hdd, ssd])
+        assert again[:2] == [["lvconvert", "--yes", "--splitcache", "innomatrix/bench"],
+                             ["lvremove", "--yes", "innomatrix/cache"]]
+        assert again[2:] == built[3:] and again[2][:2] == ["lvcreate", "--yes"] and again[2][-1] == ssd
+    assert "start" not in LAYOUTS["lvm-backing-only"] and "lvm-backing-only-cold" not in LAYOUTS
+    with pytest.raises(LayoutError, match="lvm-stripe has no cache to make anew"):
+        layouts.recache_commands("lvm-stripe", [hdd, ssd])
+
 @pytest.mark.parametrize("table, fields", [
     ("0 4194304 striped 4 128 252:16 2048 252:32 2048 252:48 2048 252:64 2048",
      {"target": "striped", "stripes": 4, "stripe_kib": 64}),

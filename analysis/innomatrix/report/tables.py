@@ -199,11 +199,14 @@ def cache_layouts(cells: pd.DataFrame) -> Table | None:
     data = table.groupby(groups, sort=True).agg(
         trials=("trial", "size"), throughput_median=("throughput_median", "median"),
         cache_read_hit_ratio=("cache_read_hit_ratio", "median"), cache_write_hit_ratio=("cache_write_hit_ratio", "median"),
-        cache_dirty_mib_end=("cache_dirty_mib_end", "median"), flagged=("flagged", "any")).reset_index()
+        cache_dirty_mib_end=("cache_dirty_mib_end", "median"), cache_start=("cache_start", "first"),
+        cache_blocks_at_start=("cache_blocks_at_start", "median"), flagged=("flagged", "any")).reset_index()
     data.insert(len(groups), "unit", [_unit(table[table["workload"] == w]) for w in data["workload"]])
     display = data[[*groups, "unit", "trials"]].copy()
     display["median"] = [fmt(v) + (f" {FLAG_MARK}" if truthy(f) else "")
                          for v, f in zip(data["throughput_median"], data["flagged"])]
+    display["start"] = [str(v) or layout.NOT_APPLICABLE for v in data["cache_start"]]
+    display["blocks cached at start"] = [fmt(v, 0) for v in data["cache_blocks_at_start"]]
     display["read hit ratio"] = [fmt(v, 3) for v in data["cache_read_hit_ratio"]]
     display["write hit ratio"] = [fmt(v, 3) for v in data["cache_write_hit_ratio"]]
     display["dirty at end (MiB)"] = [fmt(v, 1) for v in data["cache_dirty_mib_end"]]
@@ -211,7 +214,9 @@ def cache_layouts(cells: pd.DataFrame) -> Table | None:
     notes = ["A cache layout's members: the backing device first, the cache device second (the host's devices "
              "in that order). Hit ratios and dirty data: the cache's own counters (dmsetup status) over the "
              "measured window, – where the layout has no cache (a device alone) or the target does not count it "
-             "(dm-writecache keeps no dirty count).", *_flag_note(table)]
+             "(dm-writecache keeps no dirty count). Start: the cache as each trial found it, warm (as the load "
+             "and the trial's restore of the datadir left it) or cold (made anew, empty, before the trial's "
+             "server started: the trial measures it filling); the blocks it held then, median of the trials.", *_flag_note(table)]
     return Table("cache_layouts", "Flash cache: median throughput over the backing device, the cache device and "
                  "each cache in front of the backing device", data, display[shown], notes)
 
@@ -701,7 +706,7 @@ SUMMARY_COLUMNS = (
     "errors_per_s", "errors_per_trx", "reconnects", "cpu_us", "cpu_sy", "cpu_wa", "cpu_id",
     "dev_r_s", "dev_w_s", "dev_read_mb_s", "dev_write_mb_s", "dev_r_await_ms", "dev_w_await_ms", "dev_util_pct",
     "innodb_bytes_per_trx", "device_bytes_per_trx", "write_amplification", "trx_per_s",
-    "flash_bytes_per_trx", "flash_mib_written", "flash_disks", "flash_unread",
+    "flash_bytes_per_trx", "flash_mib_written", "flash_disks", "flash_unread", "cache_start", "cache_blocks_at_start",
     "dev_reads_per_trx", "dev_kib_read_per_trx", "dev_kib_written_per_trx", "redo_bytes_per_trx", "fsyncs_per_trx",
     "checkpoint_age_max_mib", "ss_first_s", "ss_at_measure_start", "ss_warmup_saveable_s", "flagged", "flags",
 )
