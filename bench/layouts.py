@@ -31,8 +31,10 @@ this tps: it is no figure of the layouts' speed.
 cache: seed 000's table. The backing disk held to BACKING_IOPS (HDD-like), the cache device an
 unthrottled emulated NVMe; OLTP with a 16M buffer pool over about 25 MB of data (the working set
 beyond the pool, within the cache) on the disk alone, the flash alone, and dm-cache writeback,
-dm-cache writethrough and dm-writecache in front of the disk, 3 repeats. Prints the report's
-cache_layouts table (median tps, the cache's read and write hit ratios, dirty data at the end),
+dm-cache writethrough and dm-writecache in front of the disk, and dm-cache writeback made anew
+before each trial (cold), 3 repeats. Prints the report's cache_layouts table (median tps, how the
+trials found the cache and the blocks it held, the cache's read and write hit ratios and those of
+each half of the window, dirty data at the end, the trials flagged),
 every layout ÷ layout ratio with its interval and verdict (layout_compare), and each trial's bytes
 per transaction from InnoDB down to the NVMe's own count (bytes_to_flash).
 
@@ -176,8 +178,8 @@ def oltp() -> None:
 
 # Seed 000's flash cache: the backing disk held to HDD-like IOPS, the flash an unthrottled NVMe.
 BACKING_IOPS = 150
-CACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-device-only", "lvm-cache-writeback", "lvm-cache-writethrough",
-                 "lvm-writecache"]
+CACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-device-only", "lvm-cache-writeback", "lvm-cache-writeback-cold",
+                 "lvm-cache-writethrough", "lvm-writecache"]
 
 
 def cache() -> None:
@@ -195,9 +197,18 @@ def cache() -> None:
         print(f"backing device held to {BACKING_IOPS} IOPS, cache device unthrottled; 16M pool, 2 × 50k rows, "
               "4 threads, 3 repeats:")
         for _, row in pd.read_csv(tables / "cache_layouts.csv").iterrows():
-            print(f"  {row['layout']:<23} median {row['throughput_median']:8.1f} {row['unit']}  read hit ratio "
-                  f"{row['cache_read_hit_ratio']:.3f}  write hit ratio {row['cache_write_hit_ratio']:.3f}  "
-                  f"dirty at end {row['cache_dirty_mib_end']:.1f} MiB")
+            print(f"  {row['layout']:<24} median {row['throughput_median']:8.1f} {row['unit']}  start "
+                  f"{row['cache_start'] if isinstance(row['cache_start'], str) else '-'} "
+                  f"({row['cache_blocks_at_start']:.0f} blocks)  read hit ratio {row['cache_read_hit_ratio']:.3f}  "
+                  f"write hit ratio {row['cache_write_hit_ratio']:.3f}  dirty at end "
+                  f"{row['cache_dirty_mib_end']:.1f} MiB{'  flagged' if row['flagged'] else ''}")
+        print("cold trials: the cache as each found it, its read hit ratio in each half of the window, its flags:")
+        for path in sorted((base / "results" / "cache").glob("*/lvm-cache-writeback-cold-m2/*/*/*/*/*/r*/trial.json")):
+            trial = json.loads(path.read_text())
+            began, halves = trial["cache_start"], (trial.get("cache") or {}).get("read_hit_ratio_halves")
+            print(f"  {path.parent.name}: {began['counters'].get('used_blocks')} blocks at start, made anew in "
+                  f"{began['made_s']} s; read hit ratio by half {halves}; flags "
+                  f"{[flag.get('text', flag) if isinstance(flag, dict) else flag for flag in trial.get('flags', [])]}")
         print("layout ÷ layout (median tps ratio, 95 % interval between trials, verdict):")
         for _, row in pd.read_csv(tables / "layout_compare.csv").iterrows():
             print(f"  {row['layout_a']} ÷ {row['layout_b']}: {row['ratio']:.3f} ({row['ci_low']:.3f}–"

@@ -2,7 +2,8 @@
 md-raid0 and lvm-stripe over 2 and 4 members, runs fileio on each, reads
 the layout back from the kernel, aligns the filesystem to it, removes it after its pass, and the
 report compares member counts and mdadm with LVM; then seed 000's flash cache, OLTP on a slow
-member alone and behind a dm-cache on the emulated NVMe.
+member alone and behind a dm-cache on the emulated NVMe; last, the NVMe's own count (SMART data
+units) of a sequential write, against what sysbench wrote.
 
 Known answer: every member is throttled by QEMU to MEMBER_IOPS, so random reads over a 4-member
 stripe must read about 4 × one member's. Tests run in file order (the refusals first, on
@@ -22,6 +23,7 @@ import yaml
 
 from e2e_env import NEEDS_ROOT, ok
 from innomatrix.parse import iostat
+from innomatrix_host.sysbench import parse_summary
 from remote_hosts import play_matrix, project_inventory
 from vm_host import Disk, needs_vm, vm_host
 from vm_layout_knobs import KNOBS, MEMBER_IOPS
@@ -43,12 +45,15 @@ class Layouts:
         self.members, self.spare, self.flash = members[:4], members[4], members[5]
         self.knobs = base / "knobs.yml"
         self.inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": self.members}})
+        # A cache layout's two members: the backing device (a throttled member) first, the flash second.
+        self.backing_and_flash = project_inventory(base, {"vm": host}, name="cache.yml",
+                                                   host_vars={"vm": {"devices": [self.members[0], self.flash]}})
 
-    def play(self, *extra: str, **knobs) -> object:
+    def play(self, *extra: str, inventory: Path | None = None, **knobs) -> object:
         self.knobs.write_text(yaml.safe_dump({**KNOBS, "repeats": 2, "results_dir": str(self.results),
                                               "run_name": "layouts",
                                               "preflight_secrets_dir": str(self.base / "secrets"), **knobs}))
-        done = play_matrix(self.inventory, self.knobs, *extra, log=self.base / "last-play.log")
+        done = play_matrix(inventory or self.inventory, self.knobs, *extra, log=self.base / "last-play.log")
         # Under TCG every task costs seconds: the slowest tasks of each play, in pytest's -s output.
         print("\n".join(done.stdout.splitlines()[-22:]))
         return done
@@ -226,19 +231,13 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # unthrottled NVMe; OLTP reads what the 16M pool cannot hold (2 × 50 000 rows, about 25 MB) and
     # commits with fsync. Known answer: the cache at least 3 × the disk alone, "differs", and the
     # cache answers at least 80 % of the reads (the load wrote the dataset through it: warm).
-    backing, inventory = vm.members[0], vm.inventory
-    vm.inventory = project_inventory(vm.base, {"vm": vm.host}, name="cache.yml",
-                                     host_vars={"vm": {"devices": [backing, vm.flash]}})
-    try:
-        done = vm.play(layouts=["lvm-backing-only", "lvm-cache-writeback"], run_name="cache", workloads=["oltp"],
-                       bp_sizes=["16M"], threads=[4], warmup=3, duration=12, oltp_tables=2, oltp_table_size=50000,
-                       # Three trials a side: with two, one side's spread (26 and 42 tps in a CI run) left
-                       # Welch's t a single degree of freedom and an interval of 0.01-4 around 0.23.
-                       repeats=REPEATS_CACHE,
-                       # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
-                       mycnf_overrides={"innodb_log_file_size": "48M"})
-    finally:
-        vm.inventory = inventory  # a test after this one gets the module's four members again
+    done = vm.play(inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
+                   run_name="cache", workloads=["oltp"], bp_sizes=["16M"], threads=[4], warmup=3, duration=12, oltp_tables=2, oltp_table_size=50000,
+                   # Three trials a side: with two, one side's spread (26 and 42 tps in a CI run) left
+                   # Welch's t a single degree of freedom and an interval of 0.01-4 around 0.23.
+                   repeats=REPEATS_CACHE,
+                   # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
+                   mycnf_overrides={"innodb_log_file_size": "48M"})
     ok(done)
     run = vm.results / "cache"
     tps, kernel = {}, {}
@@ -273,6 +272,9 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
                   f"(halves {summary['read_hit_ratio_halves']}), write hit ratio {summary['write_hit_ratio']}, "
                   f"dirty at end {summary['dirty_bytes_end']} bytes; policy {read_back['policy']}")
             assert summary["mode"] == "writeback" and summary["read_hit_ratio"] >= 0.8, summary
+            # Warm: the cache holds what the load and this trial's restore of the datadir wrote through it.
+            assert trial["cache_start"]["state"] == "warm" and trial["cache_start"]["made_s"] is None
+            assert trial["cache_start"]["counters"]["used_blocks"] > 0, trial["cache_start"]
             assert summary["at_end"]["read_hits"] > summary["at_measure_start"]["read_hits"]
             assert len((cell.parent / "cache.log").read_text().splitlines()) >= 15
     print("OLTP tps, backing only and with a writeback cache:", tps)
@@ -294,4 +296,49 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     assert pd.isna(table.loc["lvm-backing-only", "cache_read_hit_ratio"])
     assert "Flash cache: median throughput" in (run / "report.html").read_text()
     assert len(list((run / "plots").glob("cache_*.png"))) == 1
+    assert vm.leftovers() == ""
+
+
+def test_the_nvme_counts_what_sysbench_wrote_and_a_cold_cache_starts_every_trial_empty(vm):
+    # Two known answers in one play (each play costs minutes of Ansible under TCG).
+    # 1. The flash's own count (issue #31): fileio seqwr (1 MiB O_DIRECT requests, one thread) on the
+    #    NVMe alone, in a linear volume on it. What sysbench says it wrote (its writes a second × its
+    #    run's time, in MiB requests) must be what the NVMe counted in data units over the driver's
+    #    run, within 5 % (XFS adds its log and the files' extents); a unit read as a sector is a
+    #    thousandfold off. (iostat is no referee here: at a GiB a second its one-second edges miss
+    #    more than 5 %.)
+    # 2. A cold cache: dm-cache writeback made anew before each trial holds no block when the trial
+    #    begins, whatever the trial before it left there; the warm one of the cache test held the load's.
+    done = vm.play(inventory=vm.backing_and_flash, layouts=["lvm-cache-device-only", "lvm-cache-writeback-cold"],
+                   run_name="nvme", fileio_tests=["seqwr", "table-rndrd"], repeats=1)
+    ok(done)
+    run = vm.results / "nvme"
+    trial_dir = run / "vm/lvm-cache-device-only-m2/xfs/fileio/seqwr/bs-1M/t1/r1"
+    trial = json.loads((trial_dir / "trial.json").read_text())
+    assert trial["status"] == "ok", trial["reasons"]
+    summary = parse_summary((trial_dir / "driver.log").read_text())
+    wrote = summary["write_iops"] * summary["total_time_s"] * 2**20
+    read_back = trial["device"]["layout"]["read_back"]
+    nvme = next(m["name"] for m in read_back["members"] if m["serial"] == CACHE_SERIAL)
+    counted = next(disk for disk in trial["flash"]["disks"] if disk["device"] == f"/dev/{nvme}")
+    assert counted["unit_bytes"] == 512_000, counted
+    print(f"seqwr: sysbench wrote {wrote / 2**20:.1f} MiB, {nvme} counted {counted['written_bytes'] / 2**20:.1f} MiB")
+    assert wrote > 20 * 2**20, summary  # enough data units that one unit's rounding is far below 5 %
+    assert abs(counted["written_bytes"] - wrote) <= 0.05 * wrote, (counted, wrote)
+    assert "cache_start" not in trial  # no cache on the NVMe alone
+
+    cold = {path.parent.parent.parent.parent.name: json.loads(path.read_text()) for path in
+            sorted(run.glob("vm/lvm-cache-writeback-cold-m2/xfs/fileio/*/bs-*/t*/r1/trial.json"))}
+    assert sorted(cold) == ["seqwr", "table-rndrd"], sorted(cold)
+    for test, trial in cold.items():
+        assert trial["status"] == "ok", trial["reasons"]
+        began, ended = trial["cache_start"], trial["cache"]["at_end"]
+        print(f"cold {test}: made anew in {began['made_s']} s; blocks cached at start {began['counters']['used_blocks']}"
+              f" of {began['counters']['total_blocks']}, at the end {ended['used_blocks']}")
+        assert began["state"] == "cold" and began["made_s"] > 0 and began["counters"]["target"] == "cache", began
+        assert began["counters"]["used_blocks"] <= began["counters"]["total_blocks"] // 100, began
+    # Each trial filled what the next found emptied (the cells ran in some order; both ended fuller).
+    assert min(trial["cache"]["at_end"]["used_blocks"] for trial in cold.values()) > 0
+    table = pd.read_csv(run / "tables" / "cache_layouts.csv").set_index(["layout", "subtest"])
+    assert table.loc[("lvm-cache-writeback-cold", "seqwr"), "cache_start"] == "cold"
     assert vm.leftovers() == ""
