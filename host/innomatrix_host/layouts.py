@@ -352,7 +352,7 @@ def md_read_back(array: str, runner: Run = run) -> dict[str, Any]:
     return {
         "kind": "md", "name": name, "path": array,
         "level": sysfs(name, "md/level") or detail.get("MD_LEVEL", ""),
-        "chunk_kib": int(chunk) // 1024 if chunk.isdigit() else None,
+        "chunk_kib": int(chunk) // 1024 if chunk.isascii() and chunk.isdigit() else None,
         "metadata": detail.get("MD_METADATA", ""), "md_name": detail.get("MD_NAME", ""),
         "uuid": detail.get("MD_UUID", ""),
         **io_hints(name),

@@ -377,7 +377,7 @@ def _parse_size(name: str, value: str | None) -> int:
 
 
 def _parse_count(name: str, value: str | None) -> int:
-    if value is None or not value.isdigit():
+    if value is None or not (value.isascii() and value.isdigit()):  # "²" is a digit to str.isdigit, and no int
         raise MyCnfError(f"{_fmt(name, value)} is not a count: write a whole number")
     return int(value)
 

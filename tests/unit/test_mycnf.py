@@ -545,6 +545,7 @@ def test_redo_log_files_in_group_alone_is_refused() -> None:
     [
         ("1Q", "2", "innodb_log_file_size=1Q"),
         ("1G", "two", "innodb_log_files_in_group=two"),
+        ("1G", "²", "innodb_log_files_in_group=² is not a count"),  # a digit to str.isdigit, and no int
         (None, "2", "innodb_log_file_size"),
     ],
 )
