@@ -206,7 +206,7 @@ def cache() -> None:
         for path in sorted((base / "results" / "cache").glob("*/lvm-cache-writeback-cold-m2/*/*/*/*/*/r*/trial.json")):
             trial = json.loads(path.read_text())
             began, halves = trial["cache_start"], (trial.get("cache") or {}).get("read_hit_ratio_halves")
-            print(f"  {path.parent.name}: {began['counters'].get('used_blocks')} blocks at start, made anew in "
+            print(f"  {path.parent.name}: {began.get('counters', {}).get('used_blocks')} blocks at start, made anew in "
                   f"{began['made_s']} s; read hit ratio by half {halves}; flags "
                   f"{[flag.get('text', flag) if isinstance(flag, dict) else flag for flag in trial.get('flags', [])]}")
         print("layout ÷ layout (median tps ratio, 95 % interval between trials, verdict):")

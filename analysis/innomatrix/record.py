@@ -29,7 +29,7 @@ import pandas as pd
 from innomatrix import layout, tree
 from innomatrix.plan import KnobError, parse_size
 from innomatrix_host.collected import kernel_name
-from innomatrix_host.layouts import CACHE_STARTS, LAYOUTS
+from innomatrix_host.layouts import CACHE_STARTS, cache_start
 
 NOT_APPLICABLE = layout.NOT_APPLICABLE
 STATUSES = ("ok", "failed", "invalid")
@@ -198,7 +198,7 @@ def meta(record: Any, trial_id: str, path: Path) -> dict[str, Any]:
         "driver_breaks": "",
         "driver_flags": "; ".join(_driver_flags(fields)),
         **_flash(fields),
-        **_cache_start(fields, cell["layout"]),
+        **_cache_start(fields, cell["layout"], status, marks),
         "fileio_run_p95_ms": fields.number("fileio.run_latency_p95_ms", 0, 1e7),
         "fileio_run_p99_ms": fields.number("fileio.run_latency_p99_ms", 0, 1e7),
         "iostat_truncated": False,
@@ -251,23 +251,31 @@ def _flash(fields: Fields) -> dict[str, Any]:
             "flash_unread": "; ".join(unread)}
 
 
-# The most blocks a cache may say it holds: 2^40 blocks of 4 KiB are 4 PiB of flash.
+# The most blocks a cache may say it holds: 2^40 of dm-cache's smallest, 32 KiB, are 32 PiB of flash.
 CACHE_BLOCKS = (0, 2 ** 40)
 
 
-def _cache_start(fields: Fields, layout_name: str) -> dict[str, Any]:
+def _cache_start(fields: Fields, layout_name: str, status: str, marks: list[str]) -> dict[str, Any]:
     """A flash cache as the trial found it (the host's start_cache): warm or cold, as its layout
     says it must be, and how many of its blocks held data; none where the trial ran on no cache
-    (or was recorded before the start was). The blocks are None where the host could not read them."""
+    (or was recorded before the start was). The blocks are None where the host could not read
+    them. A trial on a cold layout that ran but does not say its cache was made anew is marked:
+    nothing shows its cache was empty."""
+    asked = cache_start(layout_name)
     if fields.raw("cache_start") is None:
+        if asked == "cold" and status == "ok":
+            marks.append(f"on {layout_name} but trial.json does not say its cache was made anew (cache_start)")
         return {"cache_start": "", "cache_blocks_at_start": None}
     state = fields.text("cache_start.state")
     if state not in CACHE_STARTS:
         raise fields.fail(f"cache_start.state is {_show(state)}, none of {', '.join(CACHE_STARTS)}")
-    asked = LAYOUTS.get(layout_name, {}).get("start")
     if state != asked:
         raise fields.fail(f"cache_start.state is {state} but its layout {layout_name} starts "
                           f"{asked or 'with no cache'}")
+    made = fields.number("cache_start.made_s", 0, MONTH_S)
+    if (made is None) != (state == "warm"):
+        raise fields.fail(f"cache_start.made_s is {_show(made)}: a cold start says how long the remaking took, "
+                          "a warm one made nothing")
     used = None
     if fields.raw("cache_start.counters") is not None:
         used = fields.integer("cache_start.counters.used_blocks", *CACHE_BLOCKS)

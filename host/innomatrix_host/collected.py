@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cache_status, flush_points, server_log, stalls
-from .layouts import LV, VG
+from .layouts import CACHE_TYPES, LV, VG
 from .measured import EPSILON_S, first_measured_t
 
 # vmstat and iostat stamp their samples in whole seconds, the status sampler in milliseconds.
@@ -62,7 +62,7 @@ def cache_dm_name(device: Mapping[str, Any]) -> str | None:
     status), or None when the device under test is no cache."""
     layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
     read_back = layout.get("read_back") if isinstance(layout.get("read_back"), Mapping) else {}
-    return f"{VG}-{LV}" if read_back.get("target") in ("cache", "writecache") else None
+    return f"{VG}-{LV}" if read_back.get("target") in CACHE_TYPES else None
 
 
 def cache_samples(text: str) -> tuple[list[tuple[dt.datetime, dict[str, Any]]], str | None]:

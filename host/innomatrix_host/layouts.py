@@ -39,7 +39,7 @@ SYS_BLOCK = Path("/sys/class/block")
 # and the cache in front of the backing device. A cache takes the whole cache device (LVM's
 # cachevol: data and metadata on one volume): `chunk_kib` is dm-cache's block, `settings` its
 # policy's or dm-writecache's tunables (writecache's watermarks are its dirty threshold, in per
-# cent of the cache's blocks). `start` is the cache's state when a trial begins (CACHE_STARTS).
+# cent of the cache's blocks). A cold twin says `start: cold` (CACHE_STARTS; no `start` is warm).
 LAYOUTS: dict[str, dict[str, Any]] = {
     "md-raid0": {"kind": "md", "level": 0, "chunk_kib": 512, "metadata": "1.2", "min_members": 1},
     "md-raid5": {"kind": "md", "level": 5, "chunk_kib": 512, "metadata": "1.2", "min_members": 3},
@@ -49,31 +49,42 @@ LAYOUTS: dict[str, dict[str, Any]] = {
     "lvm-cache-device-only": {"kind": "lvm", "type": "linear", "on_member": 1, "min_members": 2,
                               "fixed_members": 2},
     "lvm-cache-writeback": {"kind": "lvm", "type": "cache", "cache_mode": "writeback", "policy": "smq",
-                            "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2, "start": "warm"},
+                            "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2},
     "lvm-cache-writethrough": {"kind": "lvm", "type": "cache", "cache_mode": "writethrough", "policy": "smq",
-                               "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2,
-                               "start": "warm"},
+                               "chunk_kib": 64, "settings": {}, "min_members": 2, "fixed_members": 2},
     "lvm-writecache": {"kind": "lvm", "type": "writecache",
                        "settings": {"high_watermark": 50, "low_watermark": 45}, "min_members": 2,
-                       "fixed_members": 2, "start": "warm"},
+                       "fixed_members": 2},
 }
 # A cache's state when a trial begins, part of the method (seed 000's trials ran two hours for it):
-# warm, as the dataset's load and the trial's own restore of the datadir left it (both went through
-# the cache); cold, made anew just before the trial's server starts (detached, its dirty blocks
-# written back, its volume made again and attached with the same settings), so that the trial
-# measures the cache filling. Each warm cache layout has a cold twin, `<name>-cold`: the layout's
-# name is in every cell's key and path, so warm and cold trials are never one cell.
+# warm, as the dataset's load, the trials before and the trial's own restore of the datadir left it
+# (all went through the cache; a fileio trial restores nothing); cold, made anew just before the
+# trial's server starts (detached, its dirty blocks written back, its volume made again and
+# attached with the same settings), so that the trial measures the cache filling. Each cache layout
+# has a cold twin, `<name>-cold`: the layout's name is in every cell's key and path, so warm and
+# cold trials are never one cell. A warm layout carries no `start`: its cells' keys are those it
+# had before cold twins existed.
 CACHE_STARTS = ("warm", "cold")
 CACHE_TYPES = ("cache", "writecache")
 LAYOUTS.update({f"{name}-cold": {**layout, "start": "cold"} for name, layout in list(LAYOUTS.items())
                 if layout.get("type") in CACHE_TYPES})
+
+
+def cache_start(name: str) -> str | None:
+    """How a trial finds the cache of layout `name` (CACHE_STARTS), None for a layout without one."""
+    layout = LAYOUTS.get(name, {})
+    return layout.get("start", "warm") if layout.get("type") in CACHE_TYPES else None
+
+
 # The cache volume LVM attaches to the benchmark's volume (its cachevol).
 CACHE_LV = "cache"
 # The device-mapper names of the volumes the suite makes: its volume, the hidden ones a cache
 # adds (the origin under dm-cache or dm-writecache; the cache volume and, for dm-cache, its data
 # and metadata layers). Nothing else in a volume group called innomatrix is taken for the suite's.
 SUITE_DM_NAMES = frozenset(f"{VG}-{name}" for name in (
-    LV, f"{LV}_corig", f"{LV}_wcorig", f"{CACHE_LV}_cvol", f"{CACHE_LV}_cvol-cdata", f"{CACHE_LV}_cvol-cmeta"))
+    LV, f"{LV}_corig", f"{LV}_wcorig", f"{CACHE_LV}_cvol", f"{CACHE_LV}_cvol-cdata", f"{CACHE_LV}_cvol-cmeta",
+    # the cache volume on its own: before it is attached, or when a cold start's remaking stopped part-way
+    CACHE_LV))
 # What each member of a two-member cache layout is, in order.
 CACHE_ROLES = ("backing", "cache")
 
@@ -191,7 +202,8 @@ def build_commands(name: str, members: Sequence[str]) -> list[list[str]]:
 
 def attach_commands(layout: dict[str, Any], cache_member: str) -> list[list[str]]:
     """A cache layout's cache: a volume over all of the cache device, attached to the benchmark's
-    volume. A writeback cache begins clean (its volume is zeroed), so nothing is written back at first."""
+    volume. It begins empty and clean: attaching writes the cache's metadata afresh (`--zero` clears
+    only the volume's first 4 KiB), so nothing is cached and nothing written back at first."""
     settings = [arg for key, value in sorted(layout["settings"].items())
                 for arg in ("--cachesettings", f"{key}={value}")]
     if layout["type"] == "cache":
@@ -209,15 +221,25 @@ def attach_commands(layout: dict[str, Any], cache_member: str) -> list[list[str]
     return [cache_volume, *inactive, attach]
 
 
-def recache_commands(name: str, members: Sequence[str]) -> list[list[str]]:
-    """What makes a cache layout's cache anew, empty, under its mounted volume (a cold start):
-    detach it (LVM writes a writeback cache's dirty blocks back first, and waits), remove its
-    volume, then the build's own commands for a cache over the same cache device."""
+def recache_commands(name: str, members: Sequence[str], volumes: dict[str, str]) -> list[list[str]]:
+    """What makes a cache layout's cache anew, empty, under its mounted volume (a cold start),
+    from where the volume group stands (`volumes`: each visible volume's segment type, as `lvs`
+    says): detach the cache if it is attached (LVM writes a writeback cache's dirty blocks back
+    first, and waits), remove the cache volume if there is one, then the build's own commands for
+    a cache over the same cache device. A remaking that stopped part-way is taken up where it stopped."""
     layout = LAYOUTS[name]
     if layout.get("type") not in CACHE_TYPES:
         raise LayoutError(f"{name} has no cache to make anew")
-    return [["lvconvert", "--yes", "--splitcache", f"{VG}/{LV}"], ["lvremove", "--yes", f"{VG}/{CACHE_LV}"],
-            *attach_commands(layout, members[1])]
+    if LV not in volumes:
+        raise LayoutError(f"no volume {VG}/{LV} to put a cache in front of (volumes: {', '.join(volumes) or 'none'})")
+    detach = [["lvconvert", "--yes", "--splitcache", f"{VG}/{LV}"]] if volumes[LV] in CACHE_TYPES else []
+    remove = [["lvremove", "--yes", f"{VG}/{CACHE_LV}"]] if detach or CACHE_LV in volumes else []
+    return [*detach, *remove, *attach_commands(layout, members[1])]
+
+
+def volume_types(text: str) -> dict[str, str]:
+    """`lvs --noheadings -o lv_name,segtype <VG>` as {volume: segment type}."""
+    return dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
 
 
 # --- reading what is on a member -----------------------------------------------------------------

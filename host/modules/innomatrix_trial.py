@@ -56,7 +56,7 @@ from ansible.module_utils.innomatrix_host.collected import (
     Window, cache_dm_name, cache_samples, cache_summary, smart_devices, watched_devices)
 from ansible.module_utils.innomatrix_host.collected import text as text_of
 from ansible.module_utils.innomatrix_host.cache_status import CacheStatusError, parse_status
-from ansible.module_utils.innomatrix_host.layouts import LAYOUTS, recache_commands
+from ansible.module_utils.innomatrix_host.layouts import VG, LayoutError, cache_start, recache_commands, volume_types
 from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
@@ -234,24 +234,53 @@ class DiskCounters:
         trial["flash"] = {"from": self.started, "to": iso(utcnow()), "disks": spans}
 
 
+# The longest LVM may take to detach a writeback cache: it writes every dirty block back first
+# (gigabytes at an HDD's 10 MB/s), as long as a restore's copy may take.
+RECACHE_TIMEOUT_S = 7200
+
+
+class InterruptsHeld:
+    """The signals that unwind a trial (INTERRUPTS), held while LVM changes the devices under the
+    mounted filesystem: subprocess.run kills its command when interrupted, and an lvconvert killed
+    while it holds a device suspended leaves the filesystem's I/O hanging. A signal that came
+    meanwhile is raised again once the commands are done."""
+
+    def __enter__(self) -> "InterruptsHeld":
+        self.caught: list[int] = []
+        self.before = {sig: signal.signal(sig, lambda signum, frame: self.caught.append(signum)) for sig in INTERRUPTS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.before.items():
+            signal.signal(sig, handler)
+        if self.caught:
+            signal.raise_signal(self.caught[0])
+
+
 def start_cache(device: dict, trial: dict) -> None:
-    """A flash cache as its layout says a trial begins on it (layouts.CACHE_STARTS): warm, as the
-    load and this trial's restore left it, or cold, made anew and empty now, before anything of the
-    trial runs. trial.json's `cache_start`: which, the seconds the remaking took, and the cache's
-    counters as the trial found it (a cold cache holds no blocks), or why they were not read."""
-    dm_name = cache_dm_name(device)
-    if not dm_name:
+    """A flash cache as its layout says a trial begins on it (layouts.cache_start): warm, as the
+    load, the trials before and this trial's restore left it, or cold, made anew and empty now,
+    before anything of the trial runs. trial.json's `cache_start`: which, the seconds the remaking
+    took, and the cache's counters as the trial found it (a cold cache holds no block), or why
+    they were not read."""
+    layout = device.get("layout") or {}
+    state, dm_name = cache_start(layout.get("name", "")), cache_dm_name(device)
+    if state is None:
         return
-    layout = device["layout"]
-    found: dict = {"state": LAYOUTS.get(layout["name"], {}).get("start", "warm"), "made_s": None}
+    if not dm_name:
+        raise TrialError(f"layout {layout.get('name')} has no cache in its read-back ({device.get('path')}): "
+                         "remove the layout and run again")
+    found: dict = {"state": state, "made_s": None}
     trial["cache_start"] = found
-    if found["state"] == "cold":
+    if state == "cold":
         began = time.monotonic()
-        for argv in recache_commands(layout["name"], layout["members_given"]):
-            try:
-                run(argv)
-            except TrialError as exc:
-                raise TrialError(f"the cold cache was not made anew: {exc}") from None
+        try:
+            with InterruptsHeld():
+                volumes = volume_types(run(["lvs", "--noheadings", "-o", "lv_name,segtype", VG], timeout=60).stdout)
+                for argv in recache_commands(layout["name"], layout["members_given"], volumes):
+                    run(argv, timeout=RECACHE_TIMEOUT_S)
+        except (TrialError, LayoutError) as exc:
+            raise TrialError(f"the cold cache was not made anew: {exc}") from None
         found["made_s"] = round(time.monotonic() - began, 3)
     try:
         found["counters"] = parse_status(run(["dmsetup", "status", "--noflush", dm_name], timeout=30).stdout)

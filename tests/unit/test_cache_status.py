@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import signal
 import subprocess
 from pathlib import Path
 
@@ -304,6 +305,12 @@ def test_a_cold_and_a_warm_start_are_told_apart_with_the_blocks_the_cache_held(t
     assert shown.loc["lvm-backing-only", ["start", "blocks cached at start"]].tolist() == ["-", "–"]
 
 
+def test_a_cold_trial_that_does_not_say_its_cache_was_made_anew_is_marked(tmp_path) -> None:
+    write_trial(tmp_path / "run", Trial(tps=steady(20, 40.0, 0.0), layout="lvm-cache-writeback-cold", members=2))
+    [marks] = frame.load(tmp_path / "run").trials["marks"].tolist()
+    assert marks == "on lvm-cache-writeback-cold but trial.json does not say its cache was made anew (cache_start)"
+
+
 @pytest.mark.parametrize(("layout", "cache_start", "refusal"), [
     ("lvm-cache-writeback-cold", cache_start_of("lukewarm"), r"cache_start\.state is 'lukewarm', none of warm, cold"),
     ("lvm-cache-writeback-cold", cache_start_of("warm"), r"cache_start\.state is warm but its layout "
@@ -312,6 +319,9 @@ def test_a_cold_and_a_warm_start_are_told_apart_with_the_blocks_the_cache_held(t
     ("lvm-cache-writeback-cold", cache_start_of(used=10 ** 400), r"cache_start\.counters\.used_blocks is 1000"),
     ("lvm-cache-writeback-cold", cache_start_of(used=9000), r"cache_start\.counters say 9000 of 8000 blocks used"),
     ("lvm-cache-writeback-cold", cache_start_of(total=None), r"say 0 of None blocks used, not a cache's"),
+    ("lvm-cache-writeback-cold", {**cache_start_of(), "made_s": None}, r"cache_start\.made_s is None: a cold start says"),
+    ("lvm-cache-writeback-cold", {**cache_start_of(), "made_s": "9"}, r"cache_start\.made_s is '9', not a number"),
+    ("lvm-cache-writeback", {**cache_start_of("warm"), "made_s": 3.0}, r"cache_start\.made_s is 3\.0: a cold start"),
 ])
 def test_a_damaged_cache_start_is_one_line_naming_the_file(tmp_path, layout, cache_start, refusal) -> None:
     directory = with_cache_start(write_trial(tmp_path / "run", Trial(tps=steady(20, 40.0, 0.0), layout=layout,
@@ -323,23 +333,29 @@ def test_a_damaged_cache_start_is_one_line_naming_the_file(tmp_path, layout, cac
 
 class LvmStandIn:
     """A test double for LVM and dmsetup, which this kernel cannot run (no device-mapper here; the
-    real commands run in the VM test host): records each command, answers `dmsetup status` with a
-    status line as the VM's dm-cache printed one, and fails the command named in `fail_on`."""
+    real commands run in the VM test host): records each command, answers `lvs` with the volume
+    group as `volumes` and `dmsetup status` with a status line as the VM's dm-cache printed one,
+    and fails the command that holds `fail_on`."""
 
-    def __init__(self, status: str, fail_on: str | None = None):
+    def __init__(self, status: str, volumes: str = "  bench cache\n", fail_on: str | None = None):
         self.commands: list[list[str]] = []
-        self.status, self.fail_on = status, fail_on
+        self.status, self.volumes, self.fail_on = status, volumes, fail_on
 
     def __call__(self, argv, timeout=600):
         self.commands.append(argv)
         if self.fail_on and self.fail_on in argv:
             raise trial_module.TrialError(f"{' '.join(argv[:2])} exited 5: Cannot split cache volume")
-        return subprocess.CompletedProcess(argv, 0, stdout=self.status if argv[0] == "dmsetup" else "", stderr="")
+        said = {"dmsetup": self.status, "lvs": self.volumes}.get(argv[0], "")
+        return subprocess.CompletedProcess(argv, 0, stdout=said, stderr="")
 
 
-def on_cache(layout: str) -> dict:
+def on_cache(layout: str, target: str | None = "cache") -> dict:
     return {"path": "/dev/innomatrix/bench", "layout": {"name": layout, "members_given": ["/dev/vdb", "/dev/nvme0n1"],
-                                                       "read_back": {"target": "cache"}}}
+                                                       "read_back": {"target": target}}}
+
+
+LVS = ["lvs", "--noheadings", "-o", "lv_name,segtype", "innomatrix"]
+STATUS = ["dmsetup", "status", "--noflush", "innomatrix-bench"]
 
 
 def test_a_cold_cache_is_made_anew_before_the_trial_and_a_warm_one_is_only_read(monkeypatch) -> None:
@@ -348,19 +364,21 @@ def test_a_cold_cache_is_made_anew_before_the_trial_and_a_warm_one_is_only_read(
     monkeypatch.setattr(trial_module, "run", lvm)
     trial: dict = {}
     trial_module.start_cache(on_cache("lvm-cache-writeback-cold"), trial)
-    assert lvm.commands == [*layouts.recache_commands("lvm-cache-writeback-cold", ["/dev/vdb", "/dev/nvme0n1"]),
-                            ["dmsetup", "status", "--noflush", "innomatrix-bench"]]
+    assert lvm.commands == [LVS, *layouts.recache_commands("lvm-cache-writeback-cold", ["/dev/vdb", "/dev/nvme0n1"],
+                                                           {"bench": "cache"}), STATUS]
+    assert lvm.commands[1] == ["lvconvert", "--yes", "--splitcache", "innomatrix/bench"]
     assert trial["cache_start"]["state"] == "cold" and trial["cache_start"]["made_s"] >= 0
     assert trial["cache_start"]["counters"]["used_blocks"] == 0
     warm = LvmStandIn(lines(WRITEBACK)[1].split("\t")[1])
     monkeypatch.setattr(trial_module, "run", warm)
     trial = {}
     trial_module.start_cache(on_cache("lvm-cache-writeback"), trial)
-    assert warm.commands == [["dmsetup", "status", "--noflush", "innomatrix-bench"]]
+    assert warm.commands == [STATUS]
     assert (trial["cache_start"]["state"], trial["cache_start"]["made_s"]) == ("warm", None)
     assert trial["cache_start"]["counters"]["used_blocks"] == 5134
     trial = {}
     trial_module.start_cache({"path": "/dev/vdb", "layout": None}, trial)  # no cache: nothing run, nothing said
+    trial_module.start_cache(on_cache("lvm-backing-only", target="linear"), trial)
     assert trial == {}
 
 
@@ -368,7 +386,27 @@ def test_a_cold_cache_that_cannot_be_made_anew_fails_its_trial_and_unread_counte
     monkeypatch.setattr(trial_module, "run", LvmStandIn("", fail_on="--splitcache"))
     with pytest.raises(trial_module.TrialError, match=r"^the cold cache was not made anew: lvconvert --yes exited 5"):
         trial_module.start_cache(on_cache("lvm-cache-writeback-cold"), {})
+    # A cache layout whose build read back no cache: never a trial said to be on one.
+    with pytest.raises(trial_module.TrialError, match=r"^layout lvm-cache-writeback-cold has no cache in its read-back"):
+        trial_module.start_cache(on_cache("lvm-cache-writeback-cold", target="linear"), {})
     monkeypatch.setattr(trial_module, "run", LvmStandIn("0 2088960 cache 8 24/2048"))
     trial: dict = {}
     trial_module.start_cache(on_cache("lvm-cache-writeback"), trial)
     assert trial["cache_start"]["counters_unread"].startswith("a dm-cache status line cut short")
+
+
+def test_a_signal_while_lvm_remakes_the_cache_waits_for_it(monkeypatch) -> None:
+    # subprocess.run kills its command when interrupted: a Ctrl-C must not cut an lvconvert short.
+    done: list[str] = []
+
+    class Interrupted(LvmStandIn):
+        def __call__(self, argv, timeout=600):
+            if "--splitcache" in argv:
+                signal.raise_signal(signal.SIGINT)  # Ctrl-C while LVM detaches the cache
+            done.append(argv[0])
+            return super().__call__(argv, timeout)
+
+    monkeypatch.setattr(trial_module, "run", Interrupted(""))
+    with pytest.raises(KeyboardInterrupt):
+        trial_module.start_cache(on_cache("lvm-cache-writeback-cold"), {})
+    assert done == ["lvs", "lvconvert", "lvremove", "lvcreate", "lvconvert"]  # every command ran to its end

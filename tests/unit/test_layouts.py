@@ -56,22 +56,41 @@ def test_a_cache_is_built_over_the_whole_cache_device_in_front_of_the_whole_back
 
 def test_a_cold_cache_is_the_warm_ones_twin_made_anew_before_each_trial() -> None:
     hdd, ssd = "/dev/vdb", "/dev/nvme0n1"
-    warm = [name for name, layout in LAYOUTS.items() if layout.get("start") == "warm"]
+    warm = [name for name, layout in LAYOUTS.items() if layouts.cache_start(name) == "warm"]
     assert warm == ["lvm-cache-writeback", "lvm-cache-writethrough", "lvm-writecache"]
+    attached = {"bench": "cache"}
     for name in warm:
-        # The same cache in every other respect, so the twins compare the start alone.
-        assert LAYOUTS[f"{name}-cold"] == {**LAYOUTS[name], "start": "cold"}
+        # The same cache in every other respect, so the twins compare the start alone; a warm layout
+        # carries no `start` (its cells keep the keys they had before there were twins).
+        assert "start" not in LAYOUTS[name] and LAYOUTS[f"{name}-cold"] == {**LAYOUTS[name], "start": "cold"}
+        assert layouts.cache_start(f"{name}-cold") == "cold"
         built = layouts.build_commands(f"{name}-cold", [hdd, ssd])
         assert built == layouts.build_commands(name, [hdd, ssd])
         # Detached (LVM writes dirty blocks back first), its volume removed, then made and attached
-        # again by the build's own last commands: a cache volume zeroed, the same settings.
-        again = layouts.recache_commands(f"{name}-cold", [hdd, ssd])
+        # again by the build's own last commands: a cache volume on the cache device, the same settings.
+        again = layouts.recache_commands(f"{name}-cold", [hdd, ssd], {"bench": LAYOUTS[name]["type"]})
         assert again[:2] == [["lvconvert", "--yes", "--splitcache", "innomatrix/bench"],
                              ["lvremove", "--yes", "innomatrix/cache"]]
         assert again[2:] == built[3:] and again[2][:2] == ["lvcreate", "--yes"] and again[2][-1] == ssd
-    assert "start" not in LAYOUTS["lvm-backing-only"] and "lvm-backing-only-cold" not in LAYOUTS
+    assert layouts.cache_start("lvm-backing-only") is None and layouts.cache_start("no-such") is None
     with pytest.raises(LayoutError, match="lvm-stripe has no cache to make anew"):
-        layouts.recache_commands("lvm-stripe", [hdd, ssd])
+        layouts.recache_commands("lvm-stripe", [hdd, ssd], attached)
+
+
+def test_a_remaking_that_stopped_part_way_is_taken_up_where_it_stopped() -> None:
+    hdd, ssd = "/dev/vdb", "/dev/nvme0n1"
+    attach = layouts.attach_commands(LAYOUTS["lvm-cache-writeback-cold"], ssd)
+    # Detached, the cache volume left beside the benchmark's: removed, then made and attached.
+    assert layouts.recache_commands("lvm-cache-writeback-cold", [hdd, ssd], {"bench": "linear", "cache": "linear"}) \
+        == [["lvremove", "--yes", "innomatrix/cache"], *attach]
+    # Removed too: made and attached.
+    assert layouts.recache_commands("lvm-cache-writeback-cold", [hdd, ssd], {"bench": "linear"}) == attach
+    with pytest.raises(LayoutError, match=r"no volume innomatrix/bench to put a cache in front of \(volumes: cache\)"):
+        layouts.recache_commands("lvm-cache-writeback-cold", [hdd, ssd], {"cache": "linear"})
+    assert layouts.volume_types("  bench cache\n  other linear \n\n") == {"bench": "cache", "other": "linear"}
+    # The cache volume on its own is the suite's: a remaking cut short never blocks the layout's removal.
+    assert "innomatrix-cache" in layouts.SUITE_DM_NAMES
+
 
 @pytest.mark.parametrize("table, fields", [
     ("0 4194304 striped 4 128 252:16 2048 252:32 2048 252:48 2048 252:64 2048",
