@@ -232,7 +232,8 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # commits with fsync. Known answer: the cache at least 3 × the disk alone, "differs", and the
     # cache answers at least 80 % of the reads (the load wrote the dataset through it: warm).
     done = vm.play(inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
-                   run_name="cache", workloads=["oltp"], bp_sizes=["16M"], threads=[4], warmup=3, duration=12, oltp_tables=2, oltp_table_size=50000,
+                   run_name="cache", workloads=["oltp"], bp_sizes=["16M"], threads=[4], warmup=3, duration=12,
+                   oltp_tables=2, oltp_table_size=50000,
                    # Three trials a side: with two, one side's spread (26 and 42 tps in a CI run) left
                    # Welch's t a single degree of freedom and an interval of 0.01-4 around 0.23.
                    repeats=REPEATS_CACHE,

@@ -215,8 +215,9 @@ def cache_layouts(cells: pd.DataFrame) -> Table | None:
              "in that order). Hit ratios and dirty data: the cache's own counters (dmsetup status) over the "
              "measured window, – where the layout has no cache (a device alone) or the target does not count it "
              "(dm-writecache keeps no dirty count). Start: the cache as each trial found it, warm (as the load, "
-             "the trials before and the trial's restore of the datadir left it) or cold (made anew, empty, before the trial's "
-             "server started: the trial measures it filling); the blocks it held then, median of the trials.", *_flag_note(table)]
+             "the trials before and the trial's restore of the datadir left it) or cold (made anew, empty, "
+             "before the trial's server started: the trial measures it filling); the blocks it held then, "
+             "median of the trials.", *_flag_note(table)]
     return Table("cache_layouts", "Flash cache: median throughput over the backing device, the cache device and "
                  "each cache in front of the backing device", data, display[shown], notes)
 
