@@ -202,6 +202,10 @@ class VmHost:
             # restrict=on: the guest reaches nothing but this one forward; it has every package already.
             "-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
             "-device", "virtio-net-pci,netdev=n0",
+            # The host's entropy for the guest's: without it a guest whose saved random seed is not
+            # credited gathers its own by timer jitter, which under TCG once held a getrandom() at
+            # boot for minutes and no SSH login came (CI, power-loss test's first boot).
+            "-object", "rng-random,id=rng0,filename=/dev/urandom", "-device", "virtio-rng-pci,rng=rng0",
         ]
         for member in self.disks:
             # cache=none: QEMU writes to the file with O_DIRECT, past this machine's page cache,
