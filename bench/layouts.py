@@ -5,6 +5,8 @@ built the VM image once).
     .venv/bin/python bench/layouts.py powerloss  # the plug pulled mid-trial on a layout, then the rerun
     .venv/bin/python bench/layouts.py oltp       # MariaDB and sysbench OLTP on md-raid0 and lvm-stripe
     .venv/bin/python bench/layouts.py cache      # seed 000: a flash cache in front of a slow disk (issue #31)
+    .venv/bin/python bench/layouts.py cache-aa   # cache's disk alone, run five times unchanged: A/A
+    .venv/bin/python bench/layouts.py cold       # every cold cache layout, each trial's cache as found
 
 known: a VM (tests/e2e/vm_host.py) whose 4 member disks QEMU holds to MEMBER_IOPS each; one
 matrix of fileio random reads (16 KiB, 16 threads) on md-raid0 and lvm-stripe over 1, 2 and 4
@@ -38,11 +40,22 @@ each half of the window, dirty data at the end, the trials flagged),
 every layout ÷ layout ratio with its interval and verdict (layout_compare), and each trial's bytes
 per transaction from InnoDB down to the NVMe's own count (bytes_to_flash).
 
+cache-aa: the A/A beside cache's known answer. The same VM and trials; the disk alone, run five
+times unchanged. Prints each run's trial medians, `innomatrix noise` of the first three (the
+host's run-to-run floor for this layout, which a verdict between runs needs), and `innomatrix
+compare` of the last two: the ratio should be near 1 with "no difference".
+
+cold: every cache layout's cold twin (dm-cache writeback and writethrough, dm-writecache) over
+the same two disks, fileio seqwr and table-rndrd, 3 s a cell, 2 repeats (a trial finds what the
+one before it left, and must find the cache empty). Prints each trial's status, how long making
+its cache anew took, the blocks cached when it began and when it ended.
+
 Prints the figures; asserts nothing (speed is measured here, not tested).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -51,6 +64,9 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from innomatrix import report
+from innomatrix_host import layouts as host_layouts
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # the VM host and the inventories the e2e tests use
@@ -180,19 +196,37 @@ def oltp() -> None:
 BACKING_IOPS = 150
 CACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-device-only", "lvm-cache-writeback", "lvm-cache-writeback-cold",
                  "lvm-cache-writethrough", "lvm-writecache"]
+# The disk alone, the side every cache is judged against, run unchanged five times.
+AA_LAYOUTS = ["lvm-backing-only"]
 
 
-def cache() -> None:
-    with vm_host("innomatrix-bench-vmc-", "vm-c", disks=[Disk("im-hdd", size=1 << 30, iops=BACKING_IOPS)],
+# Seed 000's trials, shrunk for TCG: the working set (2 × 50k rows, about 25 MB) beyond the 16M pool
+# and within the cache.
+CACHE_OLTP = {"workloads": ["oltp"], "bp_sizes": ["16M"], "threads": [4], "warmup": 5, "duration": 15, "repeats": 3,
+              "oltp_tables": 2, "oltp_table_size": 50000, "mycnf_overrides": {"innodb_log_file_size": "48M"}}
+
+
+@contextlib.contextmanager
+def cache_host(name: str):
+    """A VM with the slow backing disk (a virtio disk held to BACKING_IOPS) and the flash (an
+    unthrottled emulated NVMe); yields its base directory and the host."""
+    with vm_host(f"innomatrix-bench-{name}-", name, disks=[Disk("im-hdd", size=1 << 30, iops=BACKING_IOPS)],
                  nvme=[Disk("im-flash", size=1 << 30)]) as (base, host):
         base.chmod(0o755)
         print(f"VM boot to SSH: {host.boot_seconds:.1f} s")
-        done, wall = matrix(base, host, "cache", layouts=CACHE_LAYOUTS, workloads=["oltp"], bp_sizes=["16M"],
-                            threads=[4], warmup=5, duration=15, repeats=3, oltp_tables=2, oltp_table_size=50000,
-                            mycnf_overrides={"innodb_log_file_size": "48M"})
-        print(f"matrix: exit {done.returncode} in {wall:.0f} s for {len(CACHE_LAYOUTS)} passes")
-        if done.returncode != 0:
-            sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+        yield base, host
+
+
+def cache_matrix(base: Path, host, run_name: str, layouts: list[str]) -> None:
+    done, wall = matrix(base, host, run_name, layouts=layouts, **CACHE_OLTP)
+    print(f"matrix {run_name}: exit {done.returncode} in {wall:.0f} s for {len(layouts)} passes")
+    if done.returncode != 0:
+        sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+
+
+def cache() -> None:
+    with cache_host("vm-c") as (base, host):
+        cache_matrix(base, host, "cache", CACHE_LAYOUTS)
         tables = base / "results" / "cache" / "tables"
         print(f"backing device held to {BACKING_IOPS} IOPS, cache device unthrottled; 16M pool, 2 × 50k rows, "
               "4 threads, 3 repeats:")
@@ -221,7 +255,43 @@ def cache() -> None:
                   f"({row['flash_mib_written']:.1f} MiB to {row['flash_disks']})")
 
 
-PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp, "cache": cache}
+def cache_aa() -> None:
+    runs = [f"cache-aa-{index}" for index in range(1, 6)]
+    with cache_host("vm-aa") as (base, host):
+        for run_name in runs:
+            cache_matrix(base, host, run_name, AA_LAYOUTS)
+        results = base / "results"
+        for run_name in runs:
+            medians = [json.loads(trial)["summary"]["throughput_median"]
+                       for trial in trials(results / run_name).values()]
+            print(f"{run_name}: trial medians {medians} tps")
+        print(f"`innomatrix noise` of {', '.join(runs[:3])}:")
+        print("\n".join(report.noise(*(results / run_name for run_name in runs[:3])).lines))
+        print(f"`innomatrix compare {runs[3]} {runs[4]}` (the same configuration, unchanged; backing device held "
+              f"to {BACKING_IOPS} IOPS):")
+        print("\n".join(report.compare(results / runs[3], results / runs[4]).lines))
+
+
+COLD_LAYOUTS = [name for name in host_layouts.LAYOUTS if host_layouts.cache_start(name) == "cold"]
+
+
+def cold() -> None:
+    with cache_host("vm-cold") as (base, host):
+        done, wall = matrix(base, host, "cold", layouts=COLD_LAYOUTS, fileio_tests=["seqwr", "table-rndrd"],
+                            fileio_step_duration=3, repeats=2)
+        print(f"matrix: exit {done.returncode} in {wall:.0f} s for {len(COLD_LAYOUTS)} passes")
+        for cell, found in trials(base / "results" / "cold").items():
+            trial = json.loads(found)
+            began, at_end = trial.get("cache_start") or {}, (trial.get("cache") or {}).get("at_end") or {}
+            counters = began.get("counters") or {}
+            print(f"  {cell}: {trial['status']} {trial.get('reasons') or ''}; made anew in {began.get('made_s')} s, "
+                  f"{counters.get('used_blocks')} of {counters.get('total_blocks')} blocks cached at start "
+                  f"({counters.get('target')}), {at_end.get('used_blocks')} at the end")
+        if done.returncode != 0:
+            sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+
+
+PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp, "cache": cache, "cache-aa": cache_aa, "cold": cold}
 
 if __name__ == "__main__":
     parts = sys.argv[1:] or list(PARTS)

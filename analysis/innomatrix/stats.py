@@ -179,8 +179,11 @@ class HostFloor:
         return (self.host, self.workload, self.server, self.layout)
 
     def describe(self) -> str:
-        return (f"{self.host} ({self.workload}, {self.server}): CoV {self.cov:.1%} from {self.trials} trials "
-                f"(run {self.run})")
+        return f"{self.names()}: CoV {self.cov:.1%} from {self.trials} trials (run {self.run})"
+
+    def names(self) -> str:
+        """What it was measured on: host, workload, server, and the layout when not the plain device."""
+        return f"{self.host} ({self.workload}, {self.server}{'' if self.layout == PLAIN else ', ' + self.layout})"
 
 
 def server_label(flavor: object, version: object) -> str:
@@ -677,10 +680,11 @@ def _side_floor(floors: Floors | None, info: dict[str, Any]) -> HostFloor | None
     hosts, servers = info.get("hosts", []), info.get("servers", [])
     if not floors or len(hosts) != 1 or len(servers) != 1:
         return None
-    # A floor judges the plain device it was measured on, never a layout over other disks.
-    if info.get("layouts") != [PLAIN]:
+    # A floor judges the storage it was measured on: the plain device, or one layout over its members.
+    layouts = info.get("layouts", [])
+    if len(layouts) != 1:
         return None
-    return floors.get((hosts[0], info["workload"], servers[0], PLAIN))
+    return floors.get((hosts[0], info["workload"], servers[0], layouts[0]))
 
 
 def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAULTS,

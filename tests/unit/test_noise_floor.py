@@ -22,22 +22,32 @@ NOW = dt.datetime(2026, 11, 25, 16, 0, tzinfo=dt.timezone.utc)
 DEVICE = "wwn:eui.0025388b91b2c3d4"
 
 
-def host_json(run: Path, host: str, device: str = DEVICE) -> None:
+# The disks of a layout run (a slow disk and a flash device), by identity, in the host's order.
+MEMBERS = ("virtio:im-hdd", "nvme:im-flash")
+
+
+def host_json(run: Path, host: str, device: str = DEVICE, members: tuple[str, ...] = ()) -> None:
     (run / host).mkdir(parents=True, exist_ok=True)
-    (run / host / "host.json").write_text(json.dumps({"schema": 1, "host": host, "sessions": [
-        {"started": "2026-11-25T10:00:00Z", "device": {"path": "/dev/nvme1n1", "identity": device}}]}))
+    # A run of layouts only names no plain device (the preflight's empty identity).
+    session = {"started": "2026-11-25T10:00:00Z",
+               "device": {"path": "/dev/nvme1n1", "identity": device} if not members else {"path": "", "identity": ""},
+               "members": [{"path": f"/dev/disk/by-id/{identity}", "identity": identity} for identity in members]}
+    (run / host / "host.json").write_text(json.dumps({"schema": 1, "host": host, "sessions": [session]}))
 
 
 def repeated_run(run: Path, level: float, repeats: int, run_to_run: float = 0.04, seed: int = 0,
-                 hosts: tuple[str, ...] = ("db1",), device: str = DEVICE) -> Path:
-    """One configuration per host, `repeats` trials, each moved by a lognormal run-to-run drift."""
+                 hosts: tuple[str, ...] = ("db1",), device: str = DEVICE, layout: str = stats.PLAIN,
+                 members: tuple[str, ...] = ()) -> Path:
+    """One configuration per host, `repeats` trials, each moved by a lognormal run-to-run drift; on
+    the plain device, or on `layout` over `members` (identities)."""
     between = random.Random(seed)
     for host in hosts:
         for repeat in range(1, repeats + 1):
             drift = math.exp(between.gauss(0.0, run_to_run))
             write_trial(run, Trial(tps=steady(30, level * drift, 0.02, seed=seed * 100 + repeat), host=host,
-                                   repeat=repeat, warmup_s=5, seed=seed * 100 + repeat))
-        host_json(run, host, device)
+                                   repeat=repeat, warmup_s=5, seed=seed * 100 + repeat, layout=layout,
+                                   members=len(members) or 1))
+        host_json(run, host, device, members)
     return run
 
 
@@ -356,3 +366,58 @@ def test_the_floor_is_of_closed_loop_cells_only_a_fixed_rate_cells_throughput_is
     assert found.trials == 6
     [entry] = json.loads((runs[0] / "db1" / "host.json").read_text())["noise_floors"]
     assert entry["configurations"] == ["xfs/oltp/A/64M/2"]
+
+
+# --- a layout's floor: its members, not the plain device ----------------------------------------
+
+BACKING = {"layout": "lvm-backing-only", "members": MEMBERS}
+
+
+def test_a_layout_gets_its_own_floor_over_its_members_and_it_judges_that_layout_only(tmp_path, capsys):
+    # bench/layouts.py cache-aa: the disk alone (a linear volume on a throttled disk) run five times;
+    # noise on three, the last two compared. Before layouts had floors, noise said no configuration
+    # had 3 ok trials, of 15.
+    results = tmp_path / "results"
+    recorded = report.noise(*noise_runs(results, "aa", 3, run_to_run=0.01, **BACKING), now=NOW)
+    [found] = recorded.floors
+    assert (found.layout, found.device) == ("lvm-backing-only", "members:virtio:im-hdd,nvme:im-flash")
+    assert recorded.lines[0].startswith(f"db1 (oltp, {SERVER}, lvm-backing-only): run-to-run CoV")
+    assert json.loads((results / "aa-1" / "db1" / "host.json").read_text())["noise_floors"][0]["layout"] == \
+        "lvm-backing-only"
+    # One trial a side across two runs: judged by the layout's floor (each side's spread and drift).
+    repeated_run(results / "again", 1000.0, repeats=1, seed=31, **BACKING)
+    repeated_run(results / "slower", 500.0, repeats=1, seed=32, **BACKING)
+    repeated_run(results / "plain-again", 1000.0, repeats=1, seed=33)
+    repeated_run(results / "plain-slower", 500.0, repeats=1, seed=34)
+    for a, b, verdict in (("again", "slower", stats.DIFFERS), ("plain-again", "plain-slower", stats.UNKNOWN)):
+        [row] = report.compare(results / a, results / b).cells.to_dict("records")
+        assert row["verdict"] == verdict, (a, b, row)
+
+
+def test_an_unchanged_layout_compared_across_runs_by_its_floor_is_mostly_no_difference(tmp_path):
+    results = tmp_path / "results"
+    report.noise(*noise_runs(results, "aa", 3, run_to_run=0.03, seed=5, **BACKING), now=NOW)
+    verdicts = []
+    for pair in range(10):
+        a, b = (repeated_run(results / f"pair{pair}-{side}", 1000.0, repeats=3, run_to_run=0.03, seed=100 + 2 * pair + side,
+                             **BACKING) for side in (0, 1))
+        [row] = report.compare(a, b).cells.to_dict("records")
+        assert row["interval_from"] == stats.FROM_DRIFT, row
+        verdicts.append(row["verdict"])
+    assert verdicts.count(stats.DIFFERS) <= 2, verdicts
+
+
+@pytest.mark.parametrize(("second", "message"), [
+    ({"members": ("virtio:im-other", "nvme:im-flash")},
+     "db1 ran lvm-backing-only on more than one device in these runs (members:virtio:im-hdd,nvme:im-flash in aa-1, "
+     "members:virtio:im-other,nvme:im-flash in aa-2): a floor belongs to one device"),
+    ({"members": ("virtio:im-hdd", "")}, "the latest session names no members, or a member without its identity"),
+])
+def test_a_layout_run_on_other_disks_or_without_its_members_gives_no_floor(tmp_path, capsys, second, message):
+    first = repeated_run(tmp_path / "aa-1", 1000.0, repeats=3, seed=1, **BACKING)
+    repeated_run(tmp_path / "aa-2", 1000.0, repeats=3, seed=2, **{**BACKING, **second})
+    assert cli.main(["noise", str(first), str(tmp_path / "aa-2")]) == 2
+    _, err = capsys.readouterr()
+    [error] = [line for line in err.splitlines() if ": loaded " not in line]
+    assert message in error, err
+    assert "noise_floors" not in json.loads((first / "db1" / "host.json").read_text())

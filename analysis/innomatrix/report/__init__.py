@@ -240,7 +240,7 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
                     (1, stats.minimum_detectable_effect(floor.sd_log, 1, thresholds.confidence, floor.df)),
                     *((r, stats.minimum_detectable_effect(floor.sd_log, r, thresholds.confidence)) for r in (3, 5))))
             recorded.lines += [
-                f"{floor.host} ({floor.workload}, {floor.server}): run-to-run CoV of the trial medians {floor.cov:.1%} "
+                f"{floor.names()}: run-to-run CoV of the trial medians {floor.cov:.1%} "
                 f"from {floor.trials} trials of {', '.join(measured_on)} in {floor.df + 1} runs on {floor.device}",
                 f"  a difference within this cannot show: {effects}",
             ]

@@ -2,9 +2,10 @@
 
 A comparison with one trial a side has no spread of its own to judge a difference by. The floor
 gives it one: run one configuration several times on a host, in two or more runs, and `noise`
-pools the spread of each configuration's trial medians across the runs, per host, workload and
-server, and writes each floor into each run's <host>/host.json under `noise_floors`, with the
-device it was measured on. A later report or compare finds, for what each side of a comparison
+pools the spread of each configuration's trial medians across the runs, per host, workload,
+server and storage (the plain device, or a layout over its members: a throttled disk and a cache
+in front of it move differently), and writes each floor into each run's <host>/host.json under
+`noise_floors`, with the device it was measured on (a layout's: its members). A later report or compare finds, for what each side of a comparison
 ran (host and device, workload, server flavor and release series, layout), the newest floor of
 exactly that among the runs beside it (the same results directory): it judges 1-trial sides,
 and the drift of whole runs when two runs are compared. A floor judges nothing else: an OLTP
@@ -38,13 +39,23 @@ class NoiseError(ValueError):
     """A run that cannot give a noise floor, or a host.json it cannot be kept in; says why."""
 
 
-def device_of(run: Path, host: str) -> str:
-    """The device identity of the host's latest session in `run` (host.json)."""
+def device_of(run: Path, host: str, layout_name: str = stats.PLAIN) -> str:
+    """What `layout_name`'s cells of `host` ran on in `run`, as the host's latest session there
+    (host.json) names it: the plain device's identity, or for a layout its members' identities in
+    the host's order (`members:<identity>,<identity>`): a layout's floor belongs to its disks."""
     path = run / host / layout.HOST_FILE
     if not os.path.lexists(path):
         raise NoiseError(f"{path}: missing; the noise floor belongs to a host and a device, and it names both")
     try:
-        identity = tree.read_json(path, tree.HOST_JSON_LIMIT)["sessions"][-1]["device"]["identity"]
+        session = tree.read_json(path, tree.HOST_JSON_LIMIT)["sessions"][-1]
+        if layout_name == stats.PLAIN:
+            identity = session["device"]["identity"]
+        else:
+            identities = [member["identity"] for member in session["members"]]
+            if not identities or not all(isinstance(one, str) and one for one in identities):
+                raise NoiseError(f"{path}: the latest session names no members, or a member without its identity "
+                                 f"({layout_name}'s floor belongs to its disks)")
+            identity = "members:" + ",".join(identities)
     except tree.TreeError as exc:
         raise NoiseError(str(exc)) from None
     except (KeyError, IndexError, TypeError) as exc:
@@ -61,9 +72,9 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
     MIN_TRIALS, in two runs or more, all on one device."""
     floors = []
     names = "+".join(run.name for run in runs)
+    by_name = {run.name: run for run in runs}
     for host in sorted(str(h) for h in cells["host"].unique()):
-        # A floor is the plain device's: a layout's cells ran on other disks.
-        mine = cells[(cells["host"].astype(str) == host) & (cells["layout"] == stats.PLAIN)]
+        mine = cells[cells["host"].astype(str) == host]
         ran = [run for run in runs if (run / host).is_dir()]
         if len(ran) < 2:
             raise NoiseError(f"{names}: {host} ran in {len(ran)} of these runs; a floor needs two or more (a whole run "
@@ -73,29 +84,40 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
             raise NoiseError(f"{names}: {host} has no configuration with {MIN_TRIALS} trials that ended ok (at most "
                              f"{most}); run one configuration with repeats=3 or more in two or more runs, then innomatrix "
                              "noise on all of them")
-        devices = {run.name: device_of(run, host) for run in ran}
-        if len(set(devices.values())) != 1:
-            raise NoiseError(f"{host} ran on more than one device in these runs ("
-                             f"{', '.join(f'{device} in {run}' for run, device in devices.items())}): a floor belongs "
-                             "to one device")
         lacking, before = [], len(floors)
-        for (workload, server), measured in mine.groupby(["workload", "server"], sort=True):
-            runs_here = sorted(set(measured.loc[measured["status"] == "ok", "run"]))
-            if len(runs_here) < 2 or _most_trials(measured) < MIN_TRIALS:
-                # what it ran too little of gets no floor; the lines say which it got
-                lacking.append(f"{workload} on {server}: ok in {len(runs_here)} run(s), at most "
-                               f"{_most_trials(measured)} trials of one configuration")
-                continue
-            sd_log, _, _, trials = stats.pooled_spread(measured)
-            floors.append(stats.HostFloor(
-                host=host, device=next(iter(devices.values())), sd_log=sd_log, df=len(runs_here) - 1, trials=trials,
-                run="+".join(runs_here), measured=now.strftime("%Y-%m-%dT%H:%M:%SZ"), workload=str(workload),
-                server=str(server)))
+        # A floor per storage: the plain device's, and each layout's over its members (other disks).
+        for layout_name, on_storage in mine.groupby("layout", sort=True):
+            layout_name = str(layout_name)
+            devices = {run: device_of(by_name[run], host, layout_name) for run in sorted(set(on_storage["run"]))}
+            if len(set(devices.values())) != 1:
+                raise NoiseError(f"{host} ran {_storage(layout_name)}on more than one device in these runs ("
+                                 f"{', '.join(f'{device} in {run}' for run, device in devices.items())}): a floor belongs "
+                                 "to one device")
+            for (workload, server), measured in on_storage.groupby(["workload", "server"], sort=True):
+                runs_here = sorted(set(measured.loc[measured["status"] == "ok", "run"]))
+                if len(runs_here) < 2 or _most_trials(measured) < MIN_TRIALS:
+                    # what it ran too little of gets no floor; the lines say which it got
+                    lacking.append(f"{workload} on {server}{_on(layout_name)}: ok in {len(runs_here)} run(s), at most "
+                                   f"{_most_trials(measured)} trials of one configuration")
+                    continue
+                sd_log, _, _, trials = stats.pooled_spread(measured)
+                floors.append(stats.HostFloor(
+                    host=host, device=next(iter(devices.values())), sd_log=sd_log, df=len(runs_here) - 1,
+                    trials=trials, run="+".join(runs_here), measured=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    workload=str(workload), server=str(server), layout=layout_name))
         if len(floors) == before:
             raise NoiseError(f"{names}: {host} has no workload and server with {MIN_TRIALS} ok trials of one "
                              f"configuration in two or more runs ({'; '.join(lacking)}); run one configuration "
                              "with repeats=3 or more in two or more runs, then innomatrix noise on all of them")
     return floors
+
+
+def _storage(layout_name: str) -> str:
+    return "" if layout_name == stats.PLAIN else f"{layout_name} "
+
+
+def _on(layout_name: str) -> str:
+    return "" if layout_name == stats.PLAIN else f" ({layout_name})"
 
 
 def _most_trials(cells: pd.DataFrame) -> int:
@@ -178,13 +200,16 @@ def floors_for(run: Path, hosts: list[str]) -> stats.Floors:
     used in `run`, among the runs of the same results directory (`run` included)."""
     floors: stats.Floors = {}
     for host in hosts:
-        try:
-            device = device_of(run, host)
-        except NoiseError:
-            continue
+        devices: dict[str, str | None] = {}
         for path in _beside(run, host):
             for floor in _floors_in(path):
-                if floor.device == device and (floor.key not in floors or floor.measured > floors[floor.key].measured):
+                if floor.layout not in devices:
+                    try:
+                        devices[floor.layout] = device_of(run, host, floor.layout)
+                    except NoiseError:
+                        devices[floor.layout] = None
+                if floor.device == devices[floor.layout] and (
+                        floor.key not in floors or floor.measured > floors[floor.key].measured):
                     floors[floor.key] = floor
     return floors
 
