@@ -5,11 +5,12 @@ gives it one: run one configuration several times on a host, in two or more runs
 pools the spread of each configuration's trial medians across the runs, per host, workload,
 server and storage (the plain device, or a layout over its members: a throttled disk and a cache
 in front of it move differently), and writes each floor into each run's <host>/host.json under
-`noise_floors`, with the device it was measured on (a layout's: its members). A later report or compare finds, for what each side of a comparison
-ran (host and device, workload, server flavor and release series, layout), the newest floor of
-exactly that among the runs beside it (the same results directory): it judges 1-trial sides,
-and the drift of whole runs when two runs are compared. A floor judges nothing else: an OLTP
-floor says little of tpcc, and MariaDB's says nothing of MySQL.
+`noise_floors`, with the device it was measured on (a layout's: its members). A later report or
+compare finds, for what each side of a comparison ran (host and device or members, workload,
+server flavor and release series, layout), the newest floor of exactly that among the runs
+beside it (the same results directory): it judges 1-trial sides, and the drift of whole runs
+when two runs are compared. A floor judges nothing else: an OLTP floor says little of tpcc, and
+MariaDB's says nothing of MySQL.
 
 A run moves as a whole too (three unchanged runs of the demo here read 589, 535 and 504 tps in
 one cell, each the mean of 3 trials that agreed within 6 %), and how far is known only from the
@@ -196,8 +197,9 @@ def _beside(run: Path, host: str) -> list[Path]:
 
 
 def floors_for(run: Path, hosts: list[str]) -> stats.Floors:
-    """(host, workload, server, layout) -> the newest floor recorded for it on the device the host
-    used in `run`, among the runs of the same results directory (`run` included)."""
+    """(host, workload, server, layout) -> the newest floor recorded for it on the device (a
+    layout's: the members) the host used in `run`, among the runs of the same results directory
+    (`run` included)."""
     floors: stats.Floors = {}
     for host in hosts:
         devices: dict[str, str | None] = {}
