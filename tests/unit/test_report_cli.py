@@ -273,3 +273,18 @@ def test_compare_by_host_judges_capacities_by_the_sla_given_and_refuses_a_bad_on
     assert stderr.splitlines()[-1].endswith("only localhost ran trials here; --by host compares two or more hosts "
                                             "of one run")
     assert not (tiny / "compare-hosts").exists()
+
+
+def test_a_comparisons_flagged_trials_are_named_with_their_run(tmp_path, capsys):
+    # The two runs' trials have the same paths within their runs: named without the run, four
+    # flagged trials read as two (the bench's A/A said "stalls (4 trials: …r1, …r2, …r3)").
+    a, b = (matrix_run(tmp_path / name, repeats=2) for name in ("stalled-a", "stalled-b"))
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    out, _ = capsys.readouterr()
+    [note] = [line for line in out.splitlines() if line.startswith("* flagged: ")]
+    trials = [f"{run}/localhost/xfs/oltp/C/bp-64M/t2/r{repeat}" for run in ("stalled-a", "stalled-b") for repeat in (1, 2)]
+    assert note.startswith(f"* flagged: stalls (4 trials: {', '.join(trials)})"), note
+    # Within one run the paths are the run's own: named as they are, never by the column compared.
+    assert cli.main(["report", str(a)]) == 0
+    within = (a / "tables" / "fs_compare.md").read_text()
+    assert "* flagged: stalls (2 trials: localhost/xfs/oltp/C/bp-64M/t2/r1, localhost/xfs/oltp/C/bp-64M/t2/r2)" in within

@@ -142,7 +142,7 @@ def compare(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = N
     comparison = stats.compare(cells_a, cells_b, thresholds, floors_a, floors_b, across_runs=True)
     floor = stats.noise_floor(cells_a, cells_b, confidence=thresholds.confidence)
     host_floors = [*floors_a.values(), *floors_b.values()]
-    table = tables.compare_table(comparison, a.name, b.name, floor, host_floors)
+    table = tables.compare_table(comparison, a.name, b.name, floor, host_floors, across_runs=True)
     # Fixed-rate cells: their capacities at the SLA, run A ÷ run B.
     capacities = tables.capacity_between(
         *(tables.capacity_at_sla(tables.fixed_rate(every, frame.histograms, thresholds), thresholds)

@@ -865,7 +865,9 @@ def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
 
 
 def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor,
-                  host_floors: Iterable[HostFloor] = ()) -> Table:
+                  host_floors: Iterable[HostFloor] = (), across_runs: bool = False) -> Table:
+    """Ratio A/B per configuration (stats.compare) for display; `across_runs`: A and B are two
+    runs named `name_a` and `name_b` (else two values of a column within one run)."""
     plain = all((comparison[c] == layout.PLAIN).all() for c in ("layout", "layout_a", "layout_b") if c in comparison)
     keys = [c for c in COMPARE_KEYS if c in comparison and not (plain and c in ("layout", "members"))]
     columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
@@ -887,7 +889,9 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
               "variance (trials, not intervals, are the independent units); `differs` only when it excludes 1, "
               "and with 1 trial on a side a verdict only from the hosts' noise floors (marked), else none."),
              noise_note(floor, host_floors)]
-    flagged = dict.fromkeys(entry for row in data.itertuples() for text in (row.a_flags, row.b_flags) if text
+    # Between runs, each trial by its run's name too: the two runs' trials have the same paths in their runs.
+    flagged = dict.fromkeys(f"{name}/{entry}" if across_runs else entry for row in data.itertuples()
+                            for name, text in ((name_a, row.a_flags), (name_b, row.b_flags)) if text
                             for entry in str(text).split(" | "))
     if flagged:
         notes.append(f"{FLAG_MARK} flagged: " + grouped_flags(entry.split(": ", 1) for entry in flagged))
