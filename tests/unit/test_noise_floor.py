@@ -391,7 +391,7 @@ def test_a_layout_gets_its_own_floor_over_its_members_and_it_judges_that_layout_
     repeated_run(results / "plain-slower", 500.0, repeats=1, seed=34)
     for a, b, verdict in (("again", "slower", stats.DIFFERS), ("plain-again", "plain-slower", stats.UNKNOWN)):
         [row] = report.compare(results / a, results / b).cells.to_dict("records")
-        assert row["verdict"] == verdict, (a, b, row)
+        assert row["verdict"] == verdict and row["ratio"] == pytest.approx(2, rel=0.1), (a, b, row)
 
 
 def test_an_unchanged_layout_compared_across_runs_by_its_floor_is_mostly_no_difference(tmp_path):
