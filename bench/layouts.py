@@ -217,11 +217,15 @@ def cache_host(name: str):
         yield base, host
 
 
+def exit_if_failed(done: subprocess.CompletedProcess) -> None:
+    if done.returncode != 0:
+        sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+
+
 def cache_matrix(base: Path, host, run_name: str, layouts: list[str]) -> None:
     done, wall = matrix(base, host, run_name, layouts=layouts, **CACHE_OLTP)
     print(f"matrix {run_name}: exit {done.returncode} in {wall:.0f} s for {len(layouts)} passes")
-    if done.returncode != 0:
-        sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+    exit_if_failed(done)
 
 
 def cache() -> None:
@@ -287,8 +291,7 @@ def cold() -> None:
             print(f"  {cell}: {trial['status']} {trial.get('reasons') or ''}; made anew in {began.get('made_s')} s, "
                   f"{counters.get('used_blocks')} of {counters.get('total_blocks')} blocks cached at start "
                   f"({counters.get('target')}), {at_end.get('used_blocks')} at the end")
-        if done.returncode != 0:
-            sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+        exit_if_failed(done)  # after the trials it did finish are shown
 
 
 PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp, "cache": cache, "cache-aa": cache_aa, "cold": cold}
