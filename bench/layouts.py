@@ -95,6 +95,11 @@ def matrix(base: Path, host, run_name: str, **knobs) -> tuple[subprocess.Complet
     return done, time.monotonic() - started
 
 
+def exit_if_failed(done: subprocess.CompletedProcess) -> None:
+    if done.returncode != 0:
+        sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+
+
 def known() -> None:
     disks = [Disk(serial, size=1 << 30, iops=MEMBER_IOPS) for serial in SERIALS]
     with vm_host("innomatrix-bench-vml-", "vm-k", disks=disks) as (base, host):
@@ -102,8 +107,7 @@ def known() -> None:
         print(f"VM boot to SSH: {host.boot_seconds:.1f} s")
         layouts, members = ["md-raid0", "lvm-stripe"], [1, 2, 4]
         done, wall = matrix(base, host, "known", layouts=layouts, members=members, repeats=3)
-        if done.returncode != 0:
-            sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
+        exit_if_failed(done)
         passes = len(layouts) * len(members)
         print(f"matrix: {wall:.0f} s for {passes} passes ({wall / passes:.0f} s a pass, 3 cells of 6 s each)")
         tables = base / "results" / "known" / "tables"
@@ -184,8 +188,7 @@ def oltp() -> None:
             print(f"  {name}: {trial['status']}{' (' + '; '.join(trial['reasons']) + ')' if trial.get('reasons') else ''}; "
                   f"read back: {kernel.get('name')} {shape} over {[m.get('name') for m in kernel.get('members', [])]}, "
                   f"xfs {(layout.get('alignment') or {}).get('mkfs_options', {}).get('xfs') or '(no stripe)'}")
-        if done.returncode != 0:
-            sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
+        exit_if_failed(done)
         by_members = pd.read_csv(base / "results" / "oltp" / "tables" / "layout_by_members.csv")
         for _, row in by_members.iterrows():
             print(f"  {row['layout']:<11} {row['unit']}" + "".join(
@@ -215,11 +218,6 @@ def cache_host(name: str):
         base.chmod(0o755)
         print(f"VM boot to SSH: {host.boot_seconds:.1f} s")
         yield base, host
-
-
-def exit_if_failed(done: subprocess.CompletedProcess) -> None:
-    if done.returncode != 0:
-        sys.exit(f"the matrix failed ({done.returncode}): {(done.stdout + done.stderr)[-3000:]}")
 
 
 def cache_matrix(base: Path, host, run_name: str, layouts: list[str]) -> None:
