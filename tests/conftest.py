@@ -35,3 +35,30 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     _refuse_skip(outcome.get_result())
+
+
+# `make test` runs pytest on two workers (pytest-xdist, --dist loadgroup --no-loadscope-reorder):
+# CI has 90 minutes, and most of an end-to-end test is waiting on a timed trial, a throttled disk
+# or a guest. A group runs whole on one worker, in this order:
+# - the VM modules, one group and first: each boots a TCG guest that can keep both cores busy, so
+#   two at once would starve each other, and theirs is the longest chain;
+# - each other end-to-end module, a group of its own: its tests share a module fixture and build
+#   on each other (a rerun after the run);
+# - the unit tests, by module, last, to fill whichever worker is free.
+VM_MODULES = ("tests/e2e/test_vm_",)
+
+
+def _group(item: pytest.Item) -> tuple[int, str]:
+    module = item.nodeid.split("::", 1)[0]
+    if module.startswith(VM_MODULES):
+        return 0, "vm"
+    return (1 if module.startswith("tests/e2e/") else 2), module
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # tryfirst: xdist reads the groups in its own hook of this name.
+    order = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (_group(item)[0], order[id(item)]))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)[1]))

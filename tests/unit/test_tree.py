@@ -90,14 +90,17 @@ def test_a_symlink_anywhere_in_the_run_refuses_it_naming_the_link(run_with_a_tri
     assert OUTSIDE not in message
 
 
-def test_a_fifo_or_a_socket_in_the_run_refuses_it(run_with_a_trial: Path) -> None:
+def test_a_fifo_or_a_socket_in_the_run_refuses_it(run_with_a_trial: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trial_dir = run_with_a_trial / "h/xfs/oltp/A/bp-1G/t4/r1"
     os.mkfifo(trial_dir / "driver.log")
     with pytest.raises(tree.TreeError, match=r"driver\.log: a FIFO"):
         tree.trial_dirs(run_with_a_trial)
     os.unlink(trial_dir / "driver.log")
+    # Bound by a relative name: a socket's path has at most 107 bytes, and a worker's tmp_path
+    # (pytest-xdist: …/popen-gw0/…) plus the trial's directories can be longer.
+    monkeypatch.chdir(trial_dir)
     with socket.socket(socket.AF_UNIX) as listener:
-        listener.bind(str(trial_dir / "status.log"))
+        listener.bind("status.log")
         with pytest.raises(tree.TreeError, match=r"status\.log: a socket"):
             tree.trial_dirs(run_with_a_trial)
 
