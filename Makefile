@@ -67,7 +67,7 @@ e2e: root venv
 # --durations: CI's budget is 90 minutes; the slowest tests, in its log, say where it goes. Two
 # workers, each module whole on one (tests/conftest.py: the groups and their order).
 test: root lint $(STAMP)/test-os $(STAMP)/molecule-os $(STAMP)/vm-os
-	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=25 tests
+	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q -n 2 --dist loadscope --no-loadscope-reorder --durations=25 tests
 	$(MAKE) --no-print-directory molecule
 
 bench: root venv

@@ -37,7 +37,7 @@ def pytest_make_collect_report(collector):
     _refuse_skip(outcome.get_result())
 
 
-# `make test` runs pytest on two workers (pytest-xdist, --dist loadgroup --no-loadscope-reorder):
+# `make test` runs pytest on two workers (pytest-xdist, --dist loadscope --no-loadscope-reorder):
 # CI has 90 minutes, and most of an end-to-end test is waiting on a timed trial, a throttled disk
 # or a guest. A group runs whole on one worker, in this order:
 # - the VM modules, one group and first: each boots a TCG guest that can keep both cores busy, so
@@ -45,20 +45,31 @@ def pytest_make_collect_report(collector):
 # - each other end-to-end module, a group of its own: its tests share a module fixture and build
 #   on each other (a rerun after the run);
 # - the unit tests, by module, last, to fill whichever worker is free.
+# The groups are xdist's scopes (the scheduler below), not its xdist_group marks: pytest 9 derives a
+# node's id from its path, and xdist 3.8's loadgroup renames the id to group, which now does nothing.
 VM_MODULES = ("tests/e2e/test_vm_",)
 
 
-def _group(item: pytest.Item) -> tuple[int, str]:
-    module = item.nodeid.split("::", 1)[0]
+def _group(nodeid: str) -> tuple[int, str]:
+    module = nodeid.split("::", 1)[0]
     if module.startswith(VM_MODULES):
         return 0, "vm"
     return (1 if module.startswith("tests/e2e/") else 2), module
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # tryfirst: xdist reads the groups in its own hook of this name.
     order = {id(item): index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (_group(item)[0], order[id(item)]))
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)[1]))
+    items.sort(key=lambda item: (_group(item.nodeid)[0], order[id(item)]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        """xdist's scope scheduling, a scope being a group above."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)[1]
+
+    return ByGroup(config, log)
