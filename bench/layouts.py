@@ -5,6 +5,7 @@ built the VM image once).
     .venv/bin/python bench/layouts.py powerloss  # the plug pulled mid-trial on a layout, then the rerun
     .venv/bin/python bench/layouts.py oltp       # MariaDB and sysbench OLTP on md-raid0 and lvm-stripe
     .venv/bin/python bench/layouts.py cache      # seed 000: a flash cache in front of a slow disk (issue #31)
+    .venv/bin/python bench/layouts.py bcache     # the same with bcache (writeback, writethrough) beside dm-cache
     .venv/bin/python bench/layouts.py cache-aa   # cache's disk alone, run five times unchanged: A/A
     .venv/bin/python bench/layouts.py cold       # every cold cache layout, each trial's cache as found
 
@@ -39,6 +40,10 @@ trials found the cache and the blocks it held, the cache's read and write hit ra
 each half of the window, dirty data at the end, the trials flagged),
 every layout ÷ layout ratio with its interval and verdict (layout_compare), and each trial's bytes
 per transaction from InnoDB down to the NVMe's own count (bytes_to_flash).
+
+bcache: the same table, trials and VM with bcache: the disk alone, dm-cache writeback, and bcache
+writeback and writethrough in front of the disk (bcache counts read hits only: its write hit
+ratio is none).
 
 cache-aa: the A/A beside cache's known answer. The same VM and trials; the disk alone, run five
 times unchanged. Prints each run's trial medians, `innomatrix noise` of the first three (the
@@ -199,6 +204,8 @@ def oltp() -> None:
 BACKING_IOPS = 150
 CACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-device-only", "lvm-cache-writeback", "lvm-cache-writeback-cold",
                  "lvm-cache-writethrough", "lvm-writecache"]
+# bcache beside the disk alone and dm-cache (writeback), over the same two disks.
+BCACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-writeback", "bcache-writeback", "bcache-writethrough"]
 # The disk alone, the side every cache is judged against, run unchanged five times.
 AA_LAYOUTS = ["lvm-backing-only"]
 
@@ -227,9 +234,17 @@ def cache_matrix(base: Path, host, run_name: str, layouts: list[str]) -> None:
 
 
 def cache() -> None:
-    with cache_host("vm-c") as (base, host):
-        cache_matrix(base, host, "cache", CACHE_LAYOUTS)
-        tables = base / "results" / "cache" / "tables"
+    cache_table("cache", CACHE_LAYOUTS)
+
+
+def bcache() -> None:
+    cache_table("bcache", BCACHE_LAYOUTS)
+
+
+def cache_table(run_name: str, layouts: list[str]) -> None:
+    with cache_host(f"vm-{run_name}") as (base, host):
+        cache_matrix(base, host, run_name, layouts)
+        tables = base / "results" / run_name / "tables"
         print(f"backing device held to {BACKING_IOPS} IOPS, cache device unthrottled; 16M pool, 2 × 50k rows, "
               "4 threads, 3 repeats:")
         for _, row in pd.read_csv(tables / "cache_layouts.csv").iterrows():
@@ -239,7 +254,7 @@ def cache() -> None:
                   f"write hit ratio {row['cache_write_hit_ratio']:.3f}  dirty at end "
                   f"{row['cache_dirty_mib_end']:.1f} MiB{'  flagged' if row['flagged'] else ''}")
         print("cold trials: the cache as each found it, its read hit ratio in each half of the window, its flags:")
-        for path in sorted((base / "results" / "cache").glob("*/lvm-cache-writeback-cold-m2/*/*/*/*/*/r*/trial.json")):
+        for path in sorted((base / "results" / run_name).glob("*/lvm-cache-writeback-cold-m2/*/*/*/*/*/r*/trial.json")):
             trial = json.loads(path.read_text())
             began, halves = trial["cache_start"], (trial.get("cache") or {}).get("read_hit_ratio_halves")
             print(f"  {path.parent.name}: {began.get('counters', {}).get('used_blocks')} blocks at start, made anew in "
@@ -292,7 +307,8 @@ def cold() -> None:
         exit_if_failed(done)  # after the trials it did finish are shown
 
 
-PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp, "cache": cache, "cache-aa": cache_aa, "cold": cold}
+PARTS = {"known": known, "powerloss": powerloss, "oltp": oltp, "cache": cache, "bcache": bcache, "cache-aa": cache_aa,
+         "cold": cold}
 
 if __name__ == "__main__":
     parts = sys.argv[1:] or list(PARTS)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cache_status, flush_points, server_log, stalls
-from .layouts import CACHE_TYPES, LV, VG
+from .layouts import BCACHE, CACHE_TYPES, LV, VG
 from .measured import EPSILON_S, first_measured_t
 
 # vmstat and iostat stamp their samples in whole seconds, the status sampler in milliseconds.
@@ -57,12 +57,17 @@ def member_names(device: Mapping[str, Any]) -> list[str]:
     return [m["name"] for m in members if isinstance(m, Mapping) and m.get("name")]
 
 
-def cache_dm_name(device: Mapping[str, Any]) -> str | None:
-    """The device-mapper name of the flash cache a trial runs on (its cache.log is that device's
-    status), or None when the device under test is no cache."""
+def cache_source(device: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Where the flash cache a trial runs on says its counters (its cache.log): ("dm", the
+    device-mapper name) for dm-cache and dm-writecache, ("bcache", the bcache device's kernel name);
+    None when the device under test is no cache."""
     layout = device.get("layout") if isinstance(device.get("layout"), Mapping) else {}
     read_back = layout.get("read_back") if isinstance(layout.get("read_back"), Mapping) else {}
-    return f"{VG}-{LV}" if read_back.get("target") in CACHE_TYPES else None
+    if read_back.get("target") in CACHE_TYPES:
+        return "dm", f"{VG}-{LV}"
+    if read_back.get("target") == BCACHE and read_back.get("name"):
+        return BCACHE, str(read_back["name"])
+    return None
 
 
 def cache_samples(text: str) -> tuple[list[tuple[dt.datetime, dict[str, Any]]], str | None]:
@@ -105,14 +110,15 @@ def cache_summary(window: "Window", samples: list[tuple[dt.datetime, dict[str, A
             measured.append((before, counters))
     if not measured:
         return None
-    growth = {name: [after[name] - before[name] for before, after in measured]
+    # A counter the cache does not keep (bcache's write hits) grows by nothing: its ratio is None.
+    growth = {name: [after[name] - before[name] for before, after in measured
+                     if after.get(name) is not None and before.get(name) is not None]
               for name in ("read_hits", "read_misses", "write_hits", "write_misses")}
     end = measured[-1][1]
-    dirty = end["dirty_blocks"] * end["block_bytes"] if end["dirty_blocks"] is not None and end["block_bytes"] else None
     return {"target": end["target"], "mode": end["mode"], "at_measure_start": measured[0][0], "at_end": end,
             **cache_status.window_ratios(growth["read_hits"], growth["read_misses"], growth["write_hits"],
                                          growth["write_misses"]),
-            "dirty_bytes_end": dirty}
+            "dirty_bytes_end": end.get("dirty_bytes")}
 
 
 def text(path: Path) -> str:

@@ -1,5 +1,6 @@
 """Storage layouts over several member devices: md RAID and LVM stripes, as seed 001 compared them,
-and a flash cache in front of a slow disk (dm-cache and dm-writecache through LVM), as seed 000 did.
+and a flash cache in front of a slow disk (dm-cache and dm-writecache through LVM, and bcache), as
+seed 000 did.
 
 A layout is data (LAYOUTS: its kind, RAID level and chunk or stripe size); this module turns one,
 with its members, into the commands that build and remove it, reads back what the kernel made,
@@ -7,6 +8,8 @@ and tells the suite's own leftovers from anything else on a member:
 
 - what the suite builds carries its tag: an md array is created with homehost TAG, so its
   superblock's name reads `innomatrix:<array>`; an LVM volume group is named VG and tagged TAG;
+  a bcache's cache set UUID begins with BCACHE_CSET_PREFIX (both members' superblocks carry it)
+  and its backing device is labelled `innomatrix:<layout>`;
 - a member that belongs to an array, a volume group or a device-mapper target that is not tagged
   so is never touched: the layout is refused, naming the member and what holds it;
 - a layout the suite left half-built (a run that was interrupted, a host that lost power) is
@@ -55,6 +58,18 @@ LAYOUTS: dict[str, dict[str, Any]] = {
     "lvm-writecache": {"kind": "lvm", "type": "writecache",
                        "settings": {"high_watermark": 50, "low_watermark": 45}, "min_members": 2,
                        "fixed_members": 2},
+    # bcache, where the host's kernel has it: its backing device's tunables (written to
+    # /sys/block/bcacheN/bcache/ once it is made): the dirty share of the cache writeback aims at
+    # (the kernel's default), and the size from which a sequential stream goes around the cache.
+    # That is 0 here, not the kernel's 4M: every write goes through the cache, as dm-cache's do and
+    # as seed 000's FlashCache did by default; with 4M the load's and each trial's restore of the
+    # datadir would go around it, and no trial would find the cache warm as the method says.
+    "bcache-writeback": {"kind": "bcache", "type": "bcache", "cache_mode": "writeback",
+                         "settings": {"writeback_percent": 10, "sequential_cutoff": 0}, "min_members": 2,
+                         "fixed_members": 2},
+    "bcache-writethrough": {"kind": "bcache", "type": "bcache", "cache_mode": "writethrough",
+                            "settings": {"writeback_percent": 10, "sequential_cutoff": 0}, "min_members": 2,
+                            "fixed_members": 2},
 }
 # A cache's state when a trial begins, part of the method (seed 000's trials ran two hours for it):
 # warm, as the dataset's load, the trials before and the trial's own restore of the datadir left it
@@ -64,8 +79,11 @@ LAYOUTS: dict[str, dict[str, Any]] = {
 # has a cold twin, `<name>-cold`: the layout's name is in every cell's key and path, so warm and
 # cold trials are never one cell. A warm layout carries no `start`: its cells' keys are those it
 # had before cold twins existed.
+# bcache has no cold twin yet: emptying it means a cache set made anew and attached (its buckets
+# outlive a detach), which is not built.
 CACHE_STARTS = ("warm", "cold")
 CACHE_TYPES = ("cache", "writecache")
+BCACHE = "bcache"
 LAYOUTS.update({f"{name}-cold": {**layout, "start": "cold"} for name, layout in list(LAYOUTS.items())
                 if layout.get("type") in CACHE_TYPES})
 
@@ -73,7 +91,7 @@ LAYOUTS.update({f"{name}-cold": {**layout, "start": "cold"} for name, layout in 
 def cache_start(name: str) -> str | None:
     """How a trial finds the cache of layout `name` (CACHE_STARTS), None for a layout without one."""
     layout = LAYOUTS.get(name, {})
-    return layout.get("start", "warm") if layout.get("type") in CACHE_TYPES else None
+    return layout.get("start", "warm") if layout.get("type") in (*CACHE_TYPES, BCACHE) else None
 
 
 # The cache volume LVM attaches to the benchmark's volume (its cachevol).
@@ -92,6 +110,11 @@ CACHE_ROLES = ("backing", "cache")
 # The superblock names the suite's arrays carry: exactly these, never any `innomatrix:` array
 # (mdadm's default homehost is the hostname, and a user's host may be called innomatrix).
 SUITE_MD_NAMES = frozenset(f"{TAG}:{name}" for name, layout in LAYOUTS.items() if layout["kind"] == "md")
+# A bcache's tag: its cache set UUID begins with "innomatrix" in ASCII hex (make-bcache takes the
+# UUID; it has no label of its own for a cache device), and its backing device's label is its
+# layout's name after the tag (bcache keeps the label in the backing device's superblock).
+BCACHE_CSET_PREFIX = "696e6e6f-6d61-7472-6978-"
+SUITE_BCACHE_LABELS = frozenset(f"{TAG}:{name}" for name, layout in LAYOUTS.items() if layout["kind"] == BCACHE)
 
 
 class LayoutError(ValueError):
@@ -151,7 +174,8 @@ def alignment(layout: dict[str, Any], members: int, block_bytes: int = 4096) -> 
 
 
 def array_path(name: str) -> str:
-    """Where the layout's block device appears: the md array's or the logical volume's path."""
+    """Where the layout's block device appears: the md array's or the logical volume's path (a
+    bcache device's name is the kernel's to give: bcache_read_back says it)."""
     return f"/dev/md/{name}" if LAYOUTS[name]["kind"] == "md" else f"/dev/{VG}/{LV}"
 
 
@@ -175,9 +199,15 @@ def check(name: str, members: Sequence[str]) -> dict[str, Any]:
     return layout
 
 
-def build_commands(name: str, members: Sequence[str]) -> list[list[str]]:
-    """The commands that build the layout on members the suite may use (blank or its own)."""
+def build_commands(name: str, members: Sequence[str], cset_uuid: str | None = None) -> list[list[str]]:
+    """The commands that build the layout on members the suite may use (blank or its own); a
+    bcache's with `cset_uuid` (new_cset_uuid() when None)."""
     layout, count = LAYOUTS[name], len(members)
+    if layout["kind"] == BCACHE:
+        # Both superblocks at once, the cache set's UUID the suite's: udev's bcache rule registers
+        # each member, and the backing device attaches to the cache set its superblock names.
+        return [["make-bcache", "--bdev", members[0], "--cache", members[1], "--cset-uuid", cset_uuid or new_cset_uuid(),
+                 *(["--writeback"] if layout["cache_mode"] == "writeback" else [])]]
     if layout["kind"] == "md":
         # --assume-clean: a RAID5 would otherwise resync in the background while the first cells
         # ran, and measure that instead; parity that was never computed does not change the I/O
@@ -237,6 +267,47 @@ def recache_commands(name: str, members: Sequence[str], volumes: dict[str, str])
     return [*detach, *remove, *attach_commands(layout, members[1])]
 
 
+def new_cset_uuid() -> str:
+    """A cache set UUID with the suite's tag (BCACHE_CSET_PREFIX) and 48 random bits."""
+    return BCACHE_CSET_PREFIX + os.urandom(6).hex()
+
+
+def bcache_settings(name: str, backing: str) -> list[tuple[str, str]]:
+    """What the suite writes to the backing device's bcache directory once it is registered, in
+    order: its label (the tag), the cache mode, then the layout's tunables."""
+    layout = LAYOUTS[name]
+    folder = SYS_BLOCK / os.path.basename(os.path.realpath(backing)) / "bcache"
+    values = [("label", f"{TAG}:{name}"), ("cache_mode", layout["cache_mode"]),
+              *((key, str(value)) for key, value in layout["settings"].items())]
+    return [(str(folder / key), value) for key, value in values]
+
+
+def bcache_removal(states: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """What takes the suite's bcache off these members, registered or not: stop the backing
+    device (its bcacheN goes), unregister the cache set, wait until the kernel let go of both
+    (both are asynchronous; a superblock wiped before would be written again), then wipe the
+    bcache superblocks."""
+    found = [s for s in states if s["type"] == BCACHE and ours(s)]
+    if not found:
+        return []
+    backing = [f"/sys/class/block/{s['name']}/bcache" for s in found if s.get("bcache_role") == "backing"]
+    csets = sorted({f"/sys/fs/bcache/{s['bcache_cset']}" for s in found if s.get("bcache_cset")})
+    gone = [*backing, *csets]
+    stop = [sysfs_write(f"{folder}/stop", "1", only_if_there=True) for folder in backing]
+    unregister = [sysfs_write(f"{folder}/unregister", "1", only_if_there=True) for folder in csets]
+    wait = ["sh", "-c", 'for i in $(seq 300); do held=; for p; do [ ! -e "$p" ] || held="$p"; done; '
+            '[ -n "$held" ] || exit 0; sleep 0.1; done; echo "bcache still holds $held after 30 s" >&2; exit 1',
+            "sh", *gone]
+    return [*stop, *unregister, wait, *(["wipefs", "--all", s["member"]] for s in found)]
+
+
+def sysfs_write(path: str, value: str, only_if_there: bool = False) -> list[str]:
+    """A command that writes value to a sysfs file (echo, as the kernel's documentation does);
+    `only_if_there`: none where the file is not (a device the kernel no longer holds)."""
+    guard = '[ ! -e "$1" ] || ' if only_if_there else ""
+    return ["sh", "-c", guard + 'echo "$2" > "$1"', "sh", path, value]
+
+
 def volume_types(text: str) -> dict[str, str]:
     """`lvs --noheadings -o lv_name,segtype <VG>` as {volume: segment type}."""
     return dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
@@ -249,7 +320,11 @@ Run = Callable[[list[str]], subprocess.CompletedProcess]
 
 
 def run(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True)
+    """argv's exit code and output; a command that is not there exits 127, as in a shell."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True)
+    except OSError as exc:
+        return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: {exc.strerror or exc}")
 
 
 def key_values(text: str) -> dict[str, str]:
@@ -296,6 +371,12 @@ def member_state(path: str, runner: Run = run) -> dict[str, Any]:
     if state["type"] == "linux_raid_member":
         examined = runner(["mdadm", "--examine", "--export", real])
         state["md_name"] = key_values(examined.stdout).get("MD_NAME", "")
+    elif state["type"] == BCACHE:
+        shown = runner(["bcache-super-show", real])
+        state.update(bcache_superblock(shown.stdout))
+        if shown.returncode != 0:
+            last = ((shown.stderr or shown.stdout or "").strip().splitlines() or [""])[-1]
+            state["unreadable"] = f"bcache-super-show exited {shown.returncode}" + (f": {last}" if last else "")
     elif state["type"] == "LVM2_member":
         listed = runner(["pvs", "--noheadings", "--reportformat", "json", "-o", "vg_name,vg_tags", real])
         try:
@@ -306,12 +387,26 @@ def member_state(path: str, runner: Run = run) -> dict[str, Any]:
     return state
 
 
+def bcache_superblock(text: str) -> dict[str, str]:
+    """`bcache-super-show` of a member: whether it is a backing or a cache device, its label and
+    its cache set's UUID ("" for any it does not say)."""
+    fields = dict(line.split(None, 1) for line in text.splitlines() if len(line.split(None, 1)) == 2)
+    version = fields.get("sb.version", "")
+    role = "backing" if "[backing device]" in version else "cache" if "[cache device]" in version else ""
+    label = fields.get("dev.label", "").strip()
+    return {"bcache_role": role, "bcache_label": "" if label == "(empty)" else label,
+            "bcache_cset": fields.get("cset.uuid", "").strip()}
+
+
 def ours(state: dict[str, Any]) -> bool:
     """Whether what is on the member is a layout the suite made (and so the suite's to remove)."""
     if state["type"] == "linux_raid_member":
         return state.get("md_name", "") in SUITE_MD_NAMES
     if state["type"] == "LVM2_member":
         return state.get("vg") == VG and TAG in state.get("vg_tags", [])
+    if state["type"] == BCACHE:
+        return state.get("bcache_cset", "").startswith(BCACHE_CSET_PREFIX) or (
+            state.get("bcache_role") == "backing" and state.get("bcache_label") in SUITE_BCACHE_LABELS)
     return False
 
 
@@ -335,10 +430,13 @@ def refusal(state: dict[str, Any], holder_is_ours: Callable[[str], bool], may_wi
         # what a removal of the suite's stripe that was cut short between vgremove and pvremove left.
         return (f"{member} is an LVM physical volume in no volume group (an interrupted removal of the suite's "
                 f"stripe can leave one): if it is the suite's, name it in wipe_device")
+    if state["type"] == BCACHE and not ours(state) and not may_wipe:
+        return (f"{member} is a bcache {state.get('bcache_role') or ''} device of cache set "
+                f"{state.get('bcache_cset') or '(none)'}, which the suite did not make (name it in wipe_device if it may go)")
     if state["type"] == "LVM2_member" and state.get("vg") and not ours(state):
         return (f"{member} is an LVM physical volume of volume group {state.get('vg') or '(none)'}, "
                 f"which is not the suite's ({VG}, tagged {TAG})")
-    if state["type"] and state["type"] not in ("linux_raid_member", "LVM2_member") and not may_wipe:
+    if state["type"] and state["type"] not in ("linux_raid_member", "LVM2_member", BCACHE) and not may_wipe:
         return (f"{member} holds a {state['type']} signature; a layout is built only on blank members or the "
                 f"suite's own (name it in wipe_device if it may go)")
     if state.get("partitions") and not may_wipe:
@@ -423,6 +521,37 @@ def dm_table_fields(table: list[str]) -> dict[str, Any]:
     return fields
 
 
+def bracketed(text: str) -> str:
+    """The chosen one of a sysfs list such as bcache's `writethrough [writeback] writearound none`."""
+    chosen = [word[1:-1] for word in text.split() if word.startswith("[") and word.endswith("]")]
+    return chosen[0] if len(chosen) == 1 else text
+
+
+def bcache_device(backing: str) -> str:
+    """The kernel's name of the bcache device over a backing device ("" while it has none)."""
+    link = SYS_BLOCK / os.path.basename(os.path.realpath(backing)) / "bcache" / "dev"
+    return os.path.basename(os.path.realpath(link)) if link.exists() else ""
+
+
+def bcache_read_back(backing: str) -> dict[str, Any]:
+    """The bcache device over `backing` as the kernel holds it: its name, the cache set it is
+    attached to and that set's cache device, its mode and tunables, from sysfs."""
+    name = bcache_device(backing)
+    folder = SYS_BLOCK / name / "bcache"
+    cset = folder / "cache"
+    cache_dir = cset / "cache0"
+    # …/block/<cache device>/bcache: the cache set's link to its one cache device's directory.
+    cache = os.path.basename(os.path.dirname(os.path.realpath(cache_dir))) if cache_dir.exists() else ""
+    backing_name = os.path.basename(os.path.realpath(backing))
+    settings = {key: sysfs(name, f"bcache/{key}") for key in ("writeback_percent", "sequential_cutoff", "state")}
+    return {"kind": BCACHE, "target": BCACHE, "name": name, "path": f"/dev/{name}" if name else "",
+            "cache_mode": bracketed(sysfs(name, "bcache/cache_mode")), "label": sysfs(name, "bcache/label"),
+            "cset_uuid": os.path.basename(os.path.realpath(cset)) if cset.exists() else "",
+            "bucket_size": sysfs(cache, "bcache/bucket_size") if cache else "", **settings, **io_hints(name),
+            "members": [member_record(m) for m in (backing_name, cache) if m],
+            "backing_members": [backing_name], "cache_members": [cache] if cache else []}
+
+
 def lvm_read_back(runner: Run = run) -> dict[str, Any]:
     """The logical volume as device-mapper holds it: `dmsetup table`, the disks under it, and for
     a cache which of them is the backing device and which the cache device."""
@@ -450,6 +579,10 @@ def holder_is_ours(holder: str, runner: Run = run) -> bool:
     if holder.startswith("md"):
         detail = key_values(runner(["mdadm", "--detail", "--export", f"/dev/{holder}"]).stdout)
         return detail.get("MD_NAME", "") in SUITE_MD_NAMES
+    if holder.startswith(BCACHE):
+        backing = sysfs(holder, "bcache/backing_dev_name")
+        return bool(backing) and ours({"type": BCACHE, **bcache_superblock(
+            runner(["bcache-super-show", f"/dev/{backing}"]).stdout)})
     return sysfs(holder, "dm/uuid").startswith("LVM-") and sysfs(holder, "dm/name") in SUITE_DM_NAMES
 
 
@@ -458,7 +591,7 @@ def removal_commands(states: Sequence[dict[str, Any]], runner: Run = run) -> lis
     arrays, remove its volume group, then the md superblocks and LVM labels on the members. Only
     what ours() and holder_is_ours() claim is named; on blank members, nothing."""
     arrays = sorted({h for s in states for h in s["holders"] if h.startswith("md") and holder_is_ours(h, runner)})
-    commands = [["mdadm", "--stop", f"/dev/{array}"] for array in arrays]
+    commands = [["mdadm", "--stop", f"/dev/{array}"] for array in arrays] + bcache_removal(states)
     if any(ours(s) and s["type"] == "LVM2_member" for s in states):
         commands.append(["vgremove", "--yes", "--force", VG])
     for state in states:

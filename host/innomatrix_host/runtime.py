@@ -357,14 +357,45 @@ class StatusSampler(threading.Thread):
         self.join(timeout=30)
 
 
-class CacheSampler(threading.Thread):
-    """A flash cache's own counters every interval: `dmsetup status --noflush` of its device-mapper device,
-    written with the wall-clock time to cache.log (innomatrix_host.cache_status says how it reads).
-    A failed read is a `#error` line for that second; the next one's growth spans the gap."""
+class CacheReadError(RuntimeError):
+    """The cache's status could not be read this time: one line."""
 
-    def __init__(self, dm_name: str, path: Path, interval: int):
+
+def cache_status_line(source: tuple[str, str], timeout: float,
+                      runner: Callable[..., subprocess.CompletedProcess] | None = None) -> str:
+    """The status of the cache under test as cache.log holds it (collected.cache_source says
+    where): `dmsetup status --noflush` of a device-mapper cache, or a bcache device's sysfs in one
+    line (cache_status.bcache_line). CacheReadError where it cannot be read. `runner` runs dmsetup
+    instead of subprocess.run (the trial module's own, which raises on a failure)."""
+    kind, name = source
+    if kind == cache_status.BCACHE:
+        folder = Path("/sys/block") / name / "bcache"
+        try:
+            return cache_status.bcache_line(lambda leaf: (folder / leaf).read_text())
+        except OSError as exc:
+            raise CacheReadError(f"{name}: {exc.strerror or exc} ({exc.filename})") from None
+    # --noflush: without it dm-cache commits its metadata to the cache device at every status, a
+    # write each second that the trial would then measure.
+    argv = ["dmsetup", "status", "--noflush", name]
+    if runner is not None:
+        return " ".join(runner(argv, timeout=timeout).stdout.split())
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CacheReadError(" ".join(str(exc).split())) from None
+    if done.returncode != 0:
+        raise CacheReadError(f"dmsetup exited {done.returncode}: {' '.join(done.stderr.split())}")
+    return " ".join(done.stdout.split())
+
+
+class CacheSampler(threading.Thread):
+    """A flash cache's own counters every interval (cache_status_line), written with the wall-clock
+    time to cache.log (innomatrix_host.cache_status says how it reads). A failed read is a `#error`
+    line for that second; the next one's growth spans the gap."""
+
+    def __init__(self, source: tuple[str, str], path: Path, interval: int):
         super().__init__(daemon=True)
-        self.dm_name, self.path, self.interval = dm_name, path, interval
+        self.source, self.path, self.interval = source, path, interval
         self.halt = threading.Event()
 
     def run(self) -> None:
@@ -374,14 +405,9 @@ class CacheSampler(threading.Thread):
             while not self.halt.wait(max(0.0, due - time.monotonic())):
                 due += self.interval
                 try:
-                    # --noflush: without it dm-cache commits its metadata to the cache device at
-                    # every status, a write each second that the trial would then measure.
-                    done = subprocess.run(["dmsetup", "status", "--noflush", self.dm_name], capture_output=True,
-                                          text=True, timeout=max(5, 3 * self.interval))
-                    line = ' '.join(done.stdout.split()) if done.returncode == 0 else \
-                        f"{cache_status.ERROR_PREFIX}dmsetup exited {done.returncode}: {' '.join(done.stderr.split())[:200]}"
-                except (OSError, subprocess.TimeoutExpired) as exc:
-                    line = f"{cache_status.ERROR_PREFIX}{' '.join(str(exc).split())[:200]}"
+                    line = cache_status_line(self.source, timeout=max(5, 3 * self.interval))
+                except CacheReadError as exc:
+                    line = f"{cache_status.ERROR_PREFIX}{str(exc)[:200]}"
                 out.write(f"{iso(utcnow())}\t{line}\n")
                 out.flush()
 
@@ -398,9 +424,9 @@ class Collectors:
     """
 
     def __init__(self, out: Path, interval: int, devices: list[str], server: "Server | None",
-                 cache_dm_name: str | None = None):
-        """`devices`: the kernel's names iostat watches (collected.watched_devices); `cache_dm_name`:
-        the device-mapper name of the cache under test (collected.cache_dm_name), if any."""
+                 cache: tuple[str, str] | None = None):
+        """`devices`: the kernel's names iostat watches (collected.watched_devices); `cache`: where
+        the cache under test says its counters (collected.cache_source), if any."""
         self.specs = {
             # -t puts the wall-clock time on every line: the analysis aligns by it.
             "vmstat.log": ["vmstat", "-n", "-t", str(interval)],
@@ -409,7 +435,7 @@ class Collectors:
         self.out = out
         self.procs: list[subprocess.Popen] = []
         self.status = StatusSampler(server, out / "status.log", interval) if server else None
-        self.cache = CacheSampler(cache_dm_name, out / "cache.log", interval) if cache_dm_name else None
+        self.cache = CacheSampler(cache, out / "cache.log", interval) if cache else None
 
     def start(self) -> None:
         # C.UTF-8 and S_TIME_FORMAT=ISO keep iostat's and vmstat's time stamps in ISO form, TZ=UTC

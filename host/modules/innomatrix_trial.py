@@ -53,7 +53,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.innomatrix_host import tpcc_tool as tpcc
 from ansible.module_utils.innomatrix_host import flags
 from ansible.module_utils.innomatrix_host.collected import (
-    Window, cache_dm_name, cache_samples, cache_summary, smart_devices, watched_devices)
+    Window, cache_samples, cache_source, cache_summary, smart_devices, watched_devices)
 from ansible.module_utils.innomatrix_host.collected import text as text_of
 from ansible.module_utils.innomatrix_host.cache_status import CacheStatusError, parse_status
 from ansible.module_utils.innomatrix_host.layouts import VG, LayoutError, cache_start, recache_commands, volume_types
@@ -61,8 +61,9 @@ from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
 from ansible.module_utils.innomatrix_host.runtime import (
-    Collectors, Server, TrialError, batch_text, bench_credentials, drop_caches, end, fileio_argv, iso, publish, restore,
-    run, server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf, write_driver_config, write_json,
+    CacheReadError, Collectors, Server, TrialError, batch_text, bench_credentials, cache_status_line, drop_caches, end,
+    fileio_argv, iso, publish, restore, run, server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf,
+    write_driver_config, write_json,
 )
 from ansible.module_utils.innomatrix_host.smart import data_units_span, snapshot, snapshot_delta
 from ansible.module_utils.innomatrix_host.steady import Rules, Watcher
@@ -264,10 +265,10 @@ def start_cache(device: dict, trial: dict) -> None:
     took, and the cache's counters as the trial found it (a cold cache holds no block), or why
     they were not read."""
     layout = device.get("layout") or {}
-    state, dm_name = cache_start(layout.get("name", "")), cache_dm_name(device)
+    state, source = cache_start(layout.get("name", "")), cache_source(device)
     if state is None:
         return
-    if not dm_name:
+    if not source:
         raise TrialError(f"layout {layout.get('name')} has no cache in its read-back ({device.get('path')}): "
                          "remove the layout and run again")
     found: dict = {"state": state, "made_s": None}
@@ -283,8 +284,8 @@ def start_cache(device: dict, trial: dict) -> None:
             raise TrialError(f"the cold cache was not made anew: {exc}") from None
         found["made_s"] = round(time.monotonic() - began, 3)
     try:
-        found["counters"] = parse_status(run(["dmsetup", "status", "--noflush", dm_name], timeout=30).stdout)
-    except (TrialError, CacheStatusError) as exc:
+        found["counters"] = parse_status(cache_status_line(source, timeout=30, runner=run))
+    except (TrialError, CacheReadError, CacheStatusError) as exc:
         found["counters_unread"] = str(exc)
 
 
@@ -312,7 +313,7 @@ def measure_fileio(p: dict, tmp: Path, trial: dict) -> None:
     start_cache(p["device"], trial)
     trial["smart"] = {"before": snapshot(device)}
     disks = DiskCounters(p["device"])
-    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), None, cache_dm_name(p["device"]))
+    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), None, cache_source(p["device"]))
     driver = None
     try:
         if scratch:
@@ -371,7 +372,7 @@ def measure(p: dict, tmp: Path, trial: dict) -> None:
 
     server = Server(p["server"], cnf, instance["socket"], tmp / "mysqld.out")
     disks = DiskCounters(p["device"])
-    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), server, cache_dm_name(p["device"]))
+    collectors = Collectors(tmp, cell["report_interval"], watched_devices(p["device"]), server, cache_source(p["device"]))
     driver = None
     try:
         server.start()

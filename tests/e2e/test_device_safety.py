@@ -210,6 +210,22 @@ def test_device_holding_the_results_is_refused(env, loops):
     assert any("holds " in reason for reason in facts["reasons"]), facts["reasons"]
 
 
+@pytest.mark.skipif(Path("/sys/fs/bcache").exists(), reason="this kernel has bcache: its refusal cannot be seen here")
+def test_a_bcache_layout_on_a_kernel_without_bcache_is_refused_and_nothing_changes(env, loops):
+    # This machine's kernel has no bcache (nor md or device-mapper: layouts themselves run in the
+    # VM test host); the layout module must say so in one line before it touches a member.
+    members = [loops.make(f"bcache-{role}", size="64M") for role in ("backing", "cache")]
+    before = [checksum(backing) for _, backing in members]
+    args = {"name": "bcache-writeback", "members": [device for device, _ in members]}
+    done = subprocess.run([str(ROOT / ".venv/bin/ansible"), "localhost", "-m", "innomatrix_layout",
+                           "-a", json.dumps(args), "-o"], cwd=ROOT, capture_output=True, text=True)
+    said = json.loads(done.stdout.split(" => ", 1)[1]) if " => " in done.stdout else {}
+    assert done.returncode != 0 and "localhost | FAILED! => " in done.stdout, done.stdout + done.stderr
+    assert said["msg"].startswith("refusing layout bcache-writeback: this host's kernel has no bcache"), said["msg"]
+    assert said["msg"].endswith("; nothing was changed") and "\n" not in said["msg"]
+    assert [checksum(backing) for _, backing in members] == before
+
+
 def test_wipe_needs_the_devices_own_name_then_wipes_and_runs(env, loops):
     device, backing = _case_foreign_ext4(loops)
     before = checksum(backing)

@@ -38,7 +38,7 @@ def test_a_dm_cache_status_line_is_read_field_by_field() -> None:
     assert cache_status.parse_status(status) == {
         "target": "cache", "mode": "writeback", "block_bytes": 65536, "used_blocks": 5134, "total_blocks": 8000,
         "writeback_blocks": None, "read_hits": 373, "read_misses": 64, "write_hits": 248, "write_misses": 0,
-        "demotions": 0, "promotions": 5134, "dirty_blocks": 4646, "needs_check": False}
+        "demotions": 0, "promotions": 5134, "dirty_blocks": 4646, "dirty_bytes": 4646 * 65536, "needs_check": False}
 
 
 def test_a_dm_writecache_status_line_is_read_as_the_same_counters() -> None:
@@ -49,7 +49,8 @@ def test_a_dm_writecache_status_line_is_read_as_the_same_counters() -> None:
     assert cache_status.parse_status(status) == {
         "target": "writecache", "mode": "writeback", "block_bytes": None, "used_blocks": 82003,
         "total_blocks": 129541, "writeback_blocks": 0, "read_hits": 32386, "read_misses": 980, "write_hits": 104186,
-        "write_misses": 0, "demotions": None, "promotions": None, "dirty_blocks": None, "needs_check": False}
+        "write_misses": 0, "demotions": None, "promotions": None, "dirty_blocks": None, "dirty_bytes": None,
+        "needs_check": False}
     around = status.split()
     around[12] = "1000"
     assert cache_status.parse_status(" ".join(around))["write_misses"] == 1000
@@ -171,7 +172,7 @@ def test_a_failed_read_is_a_gap_and_a_note_not_an_error(tmp_path) -> None:
         4, text[4].split("\t")[0] + "\t#error dmsetup exited 1: Device does not exist."))
     samples = cache.read(path)
     assert len(samples) == len(lines(WRITEBACK)) - 3
-    assert samples.notes == ["cache: dmsetup failed at 2026-11-28T19:53:03.478Z (dmsetup exited 1: Device does not exist.)"]
+    assert samples.notes == ["cache: no status read at 2026-11-28T19:53:03.478Z (dmsetup exited 1: Device does not exist.)"]
     # The sample after the gap grows from the one before it: nothing is lost.
     assert samples.metrics["read_hits"].sum() == 19685 - 373
 
@@ -203,10 +204,12 @@ def test_the_host_sums_up_the_measured_window_and_a_warming_cache_is_flagged() -
 
 def test_a_trial_samples_the_cache_only_on_a_cache_layout() -> None:
     on = {"layout": {"read_back": {"target": "cache"}}}
-    assert collected.cache_dm_name(on) == "innomatrix-bench"
-    assert collected.cache_dm_name({"layout": {"read_back": {"target": "writecache"}}}) == "innomatrix-bench"
-    for device in ({"layout": {"read_back": {"target": "striped"}}}, {"path": "/dev/vdb"}, {"layout": None}):
-        assert collected.cache_dm_name(device) is None
+    assert collected.cache_source(on) == ("dm", "innomatrix-bench")
+    assert collected.cache_source({"layout": {"read_back": {"target": "writecache"}}}) == ("dm", "innomatrix-bench")
+    assert collected.cache_source({"layout": {"read_back": {"target": "bcache", "name": "bcache0"}}}) == ("bcache", "bcache0")
+    for device in ({"layout": {"read_back": {"target": "striped"}}}, {"path": "/dev/vdb"}, {"layout": None},
+                   {"layout": {"read_back": {"target": "bcache", "name": ""}}}):
+        assert collected.cache_source(device) is None
 
 
 def cache_log(started: dt.datetime, seconds: int, hit_share) -> str:

@@ -1,11 +1,11 @@
-"""Parse a trial's cache.log (the flash cache's `dmsetup status` each second, written on the host
-by innomatrix_host.runtime.CacheSampler) into timed samples.
+"""Parse a trial's cache.log (the flash cache's `dmsetup status`, or a bcache's sysfs in one line,
+each second, written on the host by innomatrix_host.runtime.CacheSampler) into timed samples.
 
 Each status line is read by innomatrix_host.cache_status.parse_status, the one definition the host
 reads it with too. At each sample after the first, the counters' growth since the sample before
 (read_hits, read_misses, write_hits, write_misses, promotions, demotions, in that span), the
 span's read hit ratio, and the levels: the share of the cache in use (used_pct) and its dirty data
-(dirty_mib, dm-cache only). A `#error` line (dmsetup failed that second) is noted and skipped; the
+(dirty_mib: dm-cache and bcache). A `#error` line (the read failed that second) is noted and skipped; the
 next sample's growth spans the gap.
 
 A cache that failed (dm-cache `Fail`, a writecache error) or was made anew (a counter fell) is
@@ -56,7 +56,7 @@ def parse(text: str, path: str | Path = "cache.log") -> Samples:
                                        "of order)")
             last_stamp = stamp
             if status.startswith(cache_status.ERROR_PREFIX):
-                notes.append(f"cache: dmsetup failed at {stamp_text} ({status[len(cache_status.ERROR_PREFIX):][:120]})")
+                notes.append(f"cache: no status read at {stamp_text} ({status[len(cache_status.ERROR_PREFIX):][:120]})")
                 continue
             counters = cache_status.parse_status(status)
             if before is not None and (fell := cache_status.went_back(before, counters)):
@@ -92,6 +92,5 @@ def _figures(before: dict, after: dict) -> dict[str, float]:
     ratio = cache_status.hit_ratio(row["read_hits"], row["read_misses"])
     row["read_hit_ratio"] = float("nan") if ratio is None else ratio
     row["used_pct"] = 100.0 * after["used_blocks"] / after["total_blocks"]
-    dirty, block = after["dirty_blocks"], after["block_bytes"]
-    row["dirty_mib"] = float("nan") if dirty is None or block is None else dirty * block / 2**20
+    row["dirty_mib"] = float("nan") if after["dirty_bytes"] is None else after["dirty_bytes"] / 2**20
     return row

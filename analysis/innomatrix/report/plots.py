@@ -397,7 +397,7 @@ def report_plots(frame: Frame, cells: pd.DataFrame, tables: list[Table], th: Thr
              panels(costs, name, block, COST_PANELS, "Cost per transaction (each interval)")
              if (block["workload"] != "fileio").any() else None),
             # Only where a trial of the group ran on a cache: no figure is made for the rest.
-            ("cache", "Flash cache", panels(series, name, block, CACHE_PANELS, "Flash cache (dmsetup status, each "
+            ("cache", "Flash cache", panels(series, name, block, CACHE_PANELS, "Flash cache (its own counters, each "
                                             "interval)")
              if any(series.get(CACHE_PANELS[0][0], trial) is not None for trial in block["trial"]) else None),
         ]

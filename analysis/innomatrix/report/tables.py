@@ -212,9 +212,9 @@ def cache_layouts(cells: pd.DataFrame) -> Table | None:
     display["dirty at end (MiB)"] = [fmt(v, 1) for v in data["cache_dirty_mib_end"]]
     shown = [c for c in display.columns if not (display[c].astype(str) == layout.NOT_APPLICABLE).all()]
     notes = ["A cache layout's members: the backing device first, the cache device second (the host's devices "
-             "in that order). Hit ratios and dirty data: the cache's own counters (dmsetup status) over the "
-             "measured window, – where the layout has no cache (a device alone) or the target does not count it "
-             "(dm-writecache keeps no dirty count). Start: the cache as each trial found it, warm (as the load, "
+             "in that order). Hit ratios and dirty data: the cache's own counters (dmsetup status; a bcache's "
+             "sysfs) over the measured window, – where the layout has no cache (a device alone) or the cache "
+             "does not count it (dm-writecache keeps no dirty count, bcache no write hits). Start: the cache as each trial found it, warm (as the load, "
              "the trials before and the trial's restore of the datadir left it) or cold (made anew, empty, "
              "before the trial's server started: the trial measures it filling); the blocks it held then, "
              "median of the trials.", *_flag_note(table)]
