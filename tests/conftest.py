@@ -44,17 +44,23 @@ def pytest_make_collect_report(collector):
 #   two at once would starve each other, and theirs is the longest chain;
 # - each other end-to-end module, a group of its own: its tests share a module fixture and build
 #   on each other (a rerun after the run);
+# - the power-loss VM test after them, on whichever worker is free first: in a CI run the other
+#   worker sat idle for its last 13 minutes while the VM group's worker still had it to run (it
+#   judges what survives a pulled plug, not a speed, so a guest beside it costs it only time);
 # - the unit tests, by module, last, to fill whichever worker is free.
 # The groups are xdist's scopes (the scheduler below), not its xdist_group marks: pytest 9 derives a
 # node's id from its path, and xdist 3.8's loadgroup renames the id to group, which now does nothing.
 VM_MODULES = ("tests/e2e/test_vm_",)
+AFTER_THE_REST = ("tests/e2e/test_vm_power_loss.py",)
 
 
 def _group(nodeid: str) -> tuple[int, str]:
     module = nodeid.split("::", 1)[0]
+    if module in AFTER_THE_REST:
+        return 2, module
     if module.startswith(VM_MODULES):
         return 0, "vm"
-    return (1 if module.startswith("tests/e2e/") else 2), module
+    return (1 if module.startswith("tests/e2e/") else 3), module
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
