@@ -253,8 +253,10 @@ def cache_table(run_name: str, layouts: list[str]) -> None:
                   f"({row['cache_blocks_at_start']:.0f} blocks)  read hit ratio {row['cache_read_hit_ratio']:.3f}  "
                   f"write hit ratio {row['cache_write_hit_ratio']:.3f}  dirty at end "
                   f"{row['cache_dirty_mib_end']:.1f} MiB{'  flagged' if row['flagged'] else ''}")
-        print("cold trials: the cache as each found it, its read hit ratio in each half of the window, its flags:")
-        for path in sorted((base / "results" / run_name).glob("*/lvm-cache-writeback-cold-m2/*/*/*/*/*/r*/trial.json")):
+        cold = sorted((base / "results" / run_name).glob("*/lvm-cache-writeback-cold-m2/*/*/*/*/*/r*/trial.json"))
+        if cold:
+            print("cold trials: the cache as each found it, its read hit ratio in each half of the window, its flags:")
+        for path in cold:
             trial = json.loads(path.read_text())
             began, halves = trial["cache_start"], (trial.get("cache") or {}).get("read_hit_ratio_halves")
             print(f"  {path.parent.name}: {began.get('counters', {}).get('used_blocks')} blocks at start, made anew in "

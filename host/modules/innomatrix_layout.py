@@ -98,8 +98,7 @@ def attach_bcache(module: AnsibleModule, name: str, members: list[str]) -> None:
                 module.run_command(layouts.sysfs_write("/sys/fs/bcache/register", device))
             registered_by_hand = True
         time.sleep(0.2)
-    for path, value in layouts.bcache_settings(name, backing):
-        run_all(module, [layouts.sysfs_write(path, value)])
+    run_all(module, [layouts.sysfs_write(path, value) for path, value in layouts.bcache_settings(name, backing)])
 
 
 def main() -> None:
