@@ -55,7 +55,7 @@ demo: root venv
 
 lint: venv
 	$(BIN)/ansible-lint --profile production --offline
-	$(BIN)/python -m pyflakes analysis host bench filter_plugins tests
+	$(BIN)/python -m pyflakes analysis host bench filter_plugins action_plugins tests
 
 unit: venv
 	$(BIN)/pytest -q tests/unit

@@ -235,16 +235,14 @@ FLEET_KNOBS = {
 
 
 def homecoming(tasks: list[dict]) -> tuple[list[float], list[int]]:
-    """Per cell brought home: seconds from packing to the host's archive dropped, and the archive's bytes."""
-    seconds, sizes, start = [], [], None
+    """Per cell brought home: seconds of its one Results home task (pack, fetch, publish, drop),
+    and the archive's bytes."""
+    seconds, sizes = [], []
     for task in tasks:
         name, times = task["task"]["name"].split(" : ", 1)[-1], task["task"]["duration"]
-        if name.startswith("Results home | pack"):
-            start = _moment(times["start"])
+        if name.startswith("Results home | "):
+            seconds.append(_moment(times["end"]) - _moment(times["start"]))
             sizes.extend(result["bytes"] for result in task["hosts"].values() if "bytes" in result)
-        elif name.startswith("Results home | drop the host's archive") and start is not None:
-            seconds.append(_moment(times["end"]) - start)
-            start = None
     return seconds, sizes
 
 

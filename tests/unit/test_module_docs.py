@@ -62,8 +62,7 @@ def differences(path: Path) -> list[str]:
 
 def test_every_module_is_checked() -> None:
     assert [path.name for path in MODULES] == [
-        "innomatrix_bring_home.py", "innomatrix_dataset.py", "innomatrix_device_facts.py", "innomatrix_layout.py",
-            "innomatrix_pack.py",
+        "innomatrix_dataset.py", "innomatrix_device_facts.py", "innomatrix_layout.py", "innomatrix_pack.py",
         "innomatrix_record.py", "innomatrix_smart.py", "innomatrix_tpcc_build.py", "innomatrix_trial.py",
         "innomatrix_unmount.py",
     ]
