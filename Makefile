@@ -66,11 +66,13 @@ e2e: root venv
 # molecule-os too: the remote-host e2e tests (tests/e2e/remote_hosts.py) run podman containers
 # of tests/molecule/image.sh's image, which they build themselves (debootstrap); and vm-os: the
 # VM host tests (tests/e2e/vm_host.py) boot QEMU guests of tests/vm/image.sh's image.
-# --durations: CI's budget is 90 minutes; the slowest tests, in its log, say where it goes. One
-# test at a time: on two cores a TCG guest beside the local tests starved both (two workers broke
-# the cache's and MySQL's redo known answers in a CI run, and saved no time).
+# --durations: CI's budget is 90 minutes; the slowest tests, in its log, say where it goes. The
+# unit tests on two workers (they only compute); the end-to-end ones one at a time: on two cores a
+# TCG guest beside the local tests starved both (two workers broke the cache's and MySQL's redo
+# known answers in a CI run, and saved no time).
 test: root lint $(STAMP)/test-os $(STAMP)/molecule-os $(STAMP)/vm-os
-	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q --durations=25 tests
+	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q -n 2 tests/unit
+	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q --durations=25 tests/e2e
 	$(MAKE) --no-print-directory molecule
 
 bench: root venv
