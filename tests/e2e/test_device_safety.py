@@ -210,6 +210,23 @@ def test_device_holding_the_results_is_refused(env, loops):
     assert any("holds " in reason for reason in facts["reasons"]), facts["reasons"]
 
 
+def test_a_member_named_twice_or_too_few_devices_is_refused(env, loops):
+    # A layout's members are checked before anything is built, and these two refusals need no md
+    # (layouts themselves are built in the VM test host): one loop device by two of its names,
+    # and more members than the host lists.
+    device, backing = loops.make("member", size="64M")
+    alias = loops.base / "member-alias"
+    alias.symlink_to(device)
+    before = checksum(backing)
+    for devices, members, reason in (([device, str(alias)], 2, "a device is listed twice, by two of its names"),
+                                     ([device], 8, "members: md-raid0 over 8 members needs 8 devices; this host lists 1")):
+        done = env.play("-e", json.dumps({"devices": devices, "layouts": ["md-raid0"], "members": [members]}))
+        output = done.stdout + done.stderr
+        assert done.returncode != 0 and reason in output, output[-3000:]
+    assert checksum(backing) == before
+    assert not (env.run_dir / "run.json").exists()
+
+
 @pytest.mark.skipif(Path("/sys/fs/bcache").exists(), reason="this kernel has bcache: its refusal cannot be seen here")
 def test_a_bcache_layout_on_a_kernel_without_bcache_is_refused_and_nothing_changes(env, loops):
     # This machine's kernel has no bcache (nor md or device-mapper: layouts themselves run in the

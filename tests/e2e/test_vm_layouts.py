@@ -155,15 +155,6 @@ def test_someone_elses_bcache_is_refused_and_left_alone(vm):
     assert vm.leftovers() == ""
 
 
-def test_a_member_named_twice_or_too_few_devices_is_refused(vm):
-    kernel_name = vm.host.sh(f"readlink -f {vm.members[0]}").stdout.strip()
-    vm.inventory = project_inventory(vm.base, {"vm": vm.host}, name="twice.yml",
-                                     host_vars={"vm": {"devices": [vm.members[0], kernel_name]}})
-    refused(vm.play(layouts=["md-raid0"], members=[2]), "a device is listed twice, by two of its names")
-    vm.inventory = project_inventory(vm.base, {"vm": vm.host}, host_vars={"vm": {"devices": vm.members}})
-    refused(vm.play(layouts=["md-raid0"], members=[8]), "members: md-raid0 over 8 members needs 8 devices; this host lists 4")
-
-
 def test_check_mode_shows_the_layouts_and_touches_nothing(vm):
     before = vm.first_mib()
     done = vm.play("--check", layouts=["md-raid0"], members=[1, 2, 4])
