@@ -1,9 +1,9 @@
 """OLTP on md-raid5 and md-raid10, and the plug pulled in the middle of it (issue #30,
 items 1 and 6), on the VM host's own kernel: MariaDB and sysbench OLTP on each layout in turn over
-4 members, two repeats each. Once the first trial is home and the second one's driver runs, the
-VM's qemu is killed (SIGKILL: the guest's page cache and every write not yet on the member files
-are gone). The play names the host unreachable and ends; the cut trial never comes home; the
-finished one is kept byte for byte. After the VM
+4 members, one trial each. Once the first layout's trial is home and the second layout's trial
+runs (its load home, its driver running), the VM's qemu is killed (SIGKILL: the guest's page
+cache and every write not yet on the member files are gone). The play names the host unreachable
+and ends; the cut trial never comes home; the finished one is kept byte for byte. After the VM
 boots again (its udev may reassemble the suite's array from the members' superblocks), a plain
 rerun says what it found and removed, builds the array again, loads again and runs only the
 cells that were not finished; each trial's layout is read back from the kernel, with the stripe
@@ -37,7 +37,9 @@ SHAPES = {"md-raid5": ({"kind": "md", "level": "raid5", "chunk_kib": 512}, 512, 
           "md-raid10": ({"kind": "md", "level": "raid10", "chunk_kib": 512}, 512, 2)}
 KNOBS = {
     "layouts": list(SHAPES), "members": [4], "workloads": ["oltp"], "filesystems": ["xfs"], "variants": ["A"],
-    "bp_sizes": ["64M"], "threads": [4], "repeats": 2, "warmup": 3, "duration": 12, "report_interval": 1,
+    # One trial a layout: the cut falls in the second layout's pass, whose array the rerun finds
+    # again; a second trial of each (as before) cost CI two more trials under TCG and showed nothing more.
+    "bp_sizes": ["64M"], "threads": [4], "repeats": 1, "warmup": 3, "duration": 12, "report_interval": 1,
     "oltp_tables": 2, "oltp_table_size": 10000,
     # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
     "mycnf_overrides": {"innodb_log_file_size": "48M"},
@@ -65,8 +67,10 @@ def test_oltp_on_md_raid5_loses_the_plug_mid_trial_and_a_rerun_finishes():
                 assert playing.poll() is None and time.monotonic() < deadline, \
                     "no cell came home:\n" + lost_log.read_text()[-3000:]
                 time.sleep(0.5)
-            # Mid-trial: the second trial's driver running in the guest (TCG takes seconds a task).
-            while host.exec(["pgrep", "-x", "sysbench"]).returncode != 0:
+            # Mid-trial: the second layout's load home (its sysbench prepare is over), then its
+            # trial's driver running in the guest (TCG takes seconds a task).
+            while not list(run.glob("vm/md-raid10-m4/xfs/oltp/dataset-*/dataset.json")) \
+                    or host.exec(["pgrep", "-x", "sysbench"]).returncode != 0:
                 assert playing.poll() is None and time.monotonic() < deadline, \
                     "the second trial's driver never ran:\n" + lost_log.read_text()[-3000:]
                 time.sleep(0.5)
@@ -92,21 +96,20 @@ def test_oltp_on_md_raid5_loses_the_plug_mid_trial_and_a_rerun_finishes():
         # It says what it found of its own layout, and what it removed (the YAML callback may
         # quote the message: match words without the apostrophe).
         assert "earlier layout from the members" in done.stdout, done.stdout[-3000:]
-        assert "4 cells: 3 to run, 1 already finished" in done.stdout, done.stdout[-3000:]
+        assert "2 cells: 1 to run, 1 already finished" in done.stdout, done.stdout[-3000:]
         final = finished_trials(run)
-        assert sorted(final) == sorted("vm/" + CELL.format(name, r) for name in SHAPES for r in (1, 2))
+        assert sorted(final) == sorted("vm/" + CELL.format(name, 1) for name in SHAPES)
         assert final[first] == home[first]
         for name, (shape, unit_kib, data_members) in SHAPES.items():
-            for repeat in (1, 2):
-                trial = json.loads(final["vm/" + CELL.format(name, repeat)])
-                assert trial["status"] == "ok", trial.get("reasons")
-                assert trial["summary"]["throughput_median"] > 0
-                device, read_back = trial["device"], trial["device"]["layout"]["read_back"]
-                assert {key: read_back[key] for key in shape} == shape
-                assert sorted(m["serial"] for m in read_back["members"]) == sorted(SERIALS)
-                assert device["mkfs_options"] == f"-d su={unit_kib}k,sw={data_members}"
-                # The kernel's own stripe: a unit at least, a unit on every data member at best.
-                assert (read_back["io_min_bytes"], read_back["io_opt_bytes"]) == (unit_kib << 10, data_members * unit_kib << 10)
+            trial = json.loads(final["vm/" + CELL.format(name, 1)])
+            assert trial["status"] == "ok", trial.get("reasons")
+            assert trial["summary"]["throughput_median"] > 0
+            device, read_back = trial["device"], trial["device"]["layout"]["read_back"]
+            assert {key: read_back[key] for key in shape} == shape
+            assert sorted(m["serial"] for m in read_back["members"]) == sorted(SERIALS)
+            assert device["mkfs_options"] == f"-d su={unit_kib}k,sw={data_members}"
+            # The kernel's own stripe: a unit at least, a unit on every data member at best.
+            assert (read_back["io_min_bytes"], read_back["io_opt_bytes"]) == (unit_kib << 10, data_members * unit_kib << 10)
         leftovers = host.sh("grep ^md /proc/mdstat || true; vgs --noheadings 2>/dev/null || true;"
                             " dmsetup ls 2>/dev/null | grep -v 'No devices' || true").stdout.strip()
         assert leftovers == ""
