@@ -1,7 +1,7 @@
 """Storage layouts end to end, on the VM host's own kernel (md, device-mapper): the matrix builds
-md-raid0 and lvm-stripe over 2 and 4 members, runs fileio on each, reads
-the layout back from the kernel, aligns the filesystem to it, removes it after its pass, and the
-report compares member counts and mdadm with LVM; then seed 000's flash cache, OLTP on a slow
+md-raid0 and lvm-stripe over 4 members, runs fileio on each, reads the layout back from the
+kernel, aligns the filesystem to it, removes it after its pass, and the report compares mdadm
+with LVM; then seed 000's flash cache, OLTP on a slow
 member alone and behind a dm-cache on the emulated NVMe; last, the NVMe's own count (SMART data
 units) of a sequential write, against what sysbench wrote.
 
@@ -12,7 +12,6 @@ members that must come out of them unchanged). TCG is slow: keep the cells few a
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import subprocess
 from pathlib import Path
@@ -35,6 +34,9 @@ SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4", "im-x1")
 # The flash of the cache test: an emulated NVMe device, unthrottled (and 512 MiB: it holds the
 # dataset with room to spare, as the seed's cache did).
 CACHE_SERIAL = "im-flash"
+# The slow disk behind the caches, HDD-like as issue #31 asks: on this machine's slow TCG guest a
+# cache trial is CPU-bound near 18-23 tps, which a 300-IOPS member alone (7 tps) came within 3 × of.
+HDD_SERIAL, HDD_IOPS = "im-hdd", 150
 REPEATS_CACHE = 3
 
 
@@ -43,12 +45,14 @@ class Layouts:
         self.base, self.host = base, host
         self.results = base / "results"
         members = [disk.by_id for disk in host.disks]
-        self.members, self.spare, self.flash = members[:4], members[4], members[5]
+        by_serial = {disk.serial: disk.by_id for disk in host.disks}
+        self.members, self.spare = members[:4], members[4]
+        self.hdd, self.flash = by_serial[HDD_SERIAL], by_serial[CACHE_SERIAL]
         self.knobs = base / "knobs.yml"
         self.inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": self.members}})
-        # A cache layout's two members: the backing device (a throttled member) first, the flash second.
+        # A cache layout's two members: the backing device (the HDD-like disk) first, the flash second.
         self.backing_and_flash = project_inventory(base, {"vm": host}, name="cache.yml",
-                                                   host_vars={"vm": {"devices": [self.members[0], self.flash]}})
+                                                   host_vars={"vm": {"devices": [self.hdd, self.flash]}})
 
     def play(self, *extra: str, inventory: Path | None = None, **knobs) -> object:
         self.knobs.write_text(yaml.safe_dump({**KNOBS, "repeats": 2, "results_dir": str(self.results),
@@ -76,7 +80,8 @@ class Layouts:
 
 @pytest.fixture(scope="module")
 def vm():
-    disks = [Disk(serial, size=1 << 30, iops=MEMBER_IOPS) for serial in SERIALS]
+    disks = [*(Disk(serial, size=1 << 30, iops=MEMBER_IOPS) for serial in SERIALS),
+             Disk(HDD_SERIAL, size=1 << 30, iops=HDD_IOPS)]
     with vm_host("innomatrix-e2e-vml-", "vm-l", disks=disks, nvme=[Disk(CACHE_SERIAL, size=1 << 29)]) as (base, host):
         base.chmod(0o755)
         yield Layouts(base, host)
@@ -166,20 +171,22 @@ def test_check_mode_shows_the_layouts_and_touches_nothing(vm):
     assert vm.first_mib() == before and vm.leftovers() == ""
 
 
-def test_md_raid0_and_lvm_stripe_over_2_and_4_members(vm):
-    # One play, four passes (each costs minutes of Ansible under TCG, a play's own start another 2).
+def test_md_raid0_and_lvm_stripe_over_4_members(vm):
+    # One play, two passes (each costs minutes of Ansible under TCG, a play's own start another 2).
     # Seed 001 compared mdadm and LVM striping over the same disks. Every member is held to
-    # MEMBER_IOPS by QEMU, so the disks decide: the known answer is m × one member's reads over m
-    # members for either layout, 4 members about twice 2, and the layouts within a few per cent of each other.
-    done = vm.play(layouts=["md-raid0", "lvm-stripe"], members=[2, 4])
+    # MEMBER_IOPS by QEMU, so the disks decide: the known answer is 4 × one member's reads for either
+    # layout, and the layouts within a few per cent of each other. (Passes over 2 members too, for
+    # the report's member-count verdict, cost CI 8 minutes: bench/layouts.py runs them.)
+    members = 4
+    done = vm.play(layouts=["md-raid0", "lvm-stripe"], members=[members])
     ok(done)
     run = vm.results / "layouts"
     iops = {}
-    for name, members in ((n, m) for n in ("md-raid0", "lvm-stripe") for m in (2, 4)):
+    for name in ("md-raid0", "lvm-stripe"):
         cells = sorted(run.glob(f"vm/{name}-m{members}/xfs/fileio/table-rndrd/bs-16K/t16/r*/trial.json"))
         trials = [json.loads(cell.read_text()) for cell in cells]
         assert len(trials) == 2 and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
-        iops[name, members] = [t["fileio"]["iops_median"] for t in trials]
+        iops[name] = [t["fileio"]["iops_median"] for t in trials]
         trial = trials[0]
         assert trial["cell"]["layout"] == name and trial["cell"]["members"] == members
         device = trial["device"]
@@ -204,22 +211,10 @@ def test_md_raid0_and_lvm_stripe_over_2_and_4_members(vm):
         watched = {disk["disk_device"] for disk in entries[-1]["disk"]}
         assert watched == {device["name"], *(m["name"] for m in read_back["members"])}
     assert vm.leftovers() == ""
-    print("random read IOPS by layout and members:", iops)
-    for (name, members), values in iops.items():
+    print("random read IOPS by layout over 4 members:", iops)
+    for name, values in iops.items():
         assert 0.8 * members * MEMBER_IOPS <= min(values) <= max(values) <= 1.1 * members * MEMBER_IOPS, (name, values)
 
-    # The report's verdicts, with the right sign: 2 members ÷ 4 about one half for each layout, and
-    # its interval wholly below 1. Not how far below: with 2 trials a side Welch's t has 1-2 degrees
-    # of freedom, so a 4 % spread between two trials of a cell put the upper end at 0.64 in one run.
-    rows = pd.read_csv(run / "tables" / "members_compare.csv").to_dict("records")
-    for name in ("md-raid0", "lvm-stripe"):
-        [two_four] = [r for r in rows if (r["members_a"], r["members_b"], r["layout"]) == (2, 4, name)]
-        print(f"{name} m2 / m4:", two_four["ratio"], two_four["ci_low"], two_four["ci_high"], two_four["verdict"])
-        assert two_four["verdict"] == "differs" and two_four["ci_high"] < 1, two_four
-        # The report's ratio is the one of the trials' IOPS above (geometric means; the report reads
-        # the MiB/s of the steady intervals, the trial its IOPS of all: a few per cent apart at most).
-        expected = math.exp(np.mean(np.log(iops[name, 2])) - np.mean(np.log(iops[name, 4])))
-        assert two_four["ratio"] == pytest.approx(expected, rel=0.03), (two_four, expected)
     # … and LVM beside mdadm over the same members: the disks decide, so within 6 % of each other.
     # Not held to "no difference": each layout is a pass of its own, its trials back to back, and the
     # throttle makes them agree within 0.2 %; one CI run put mdadm's pass 0.7 % above LVM's (603.5
@@ -231,13 +226,12 @@ def test_md_raid0_and_lvm_stripe_over_2_and_4_members(vm):
     for row in rows:
         print(f"{row['layout_a']} / {row['layout_b']} over {row['members']}:", row["ratio"], row["ci_low"], row["ci_high"],
               row["verdict"])
-    for members in (2, 4):
-        [pair] = [r for r in rows if (r["layout_a"], r["layout_b"], r["members"]) == ("lvm-stripe", "md-raid0", members)]
-        assert pair["verdict"] in ("no difference", "differs") and 0.94 <= pair["ratio"] <= 1.06, pair
-        if pair["verdict"] == "differs":
-            assert 0.94 <= pair["ci_low"] <= pair["ci_high"] <= 1.06, pair
+    [pair] = [r for r in rows if (r["layout_a"], r["layout_b"], r["members"]) == ("lvm-stripe", "md-raid0", members)]
+    assert pair["verdict"] in ("no difference", "differs") and 0.94 <= pair["ratio"] <= 1.06, pair
+    if pair["verdict"] == "differs":
+        assert 0.94 <= pair["ci_low"] <= pair["ci_high"] <= 1.06, pair
     table = pd.read_csv(run / "tables" / "layout_by_members.csv")
-    assert set(table["layout"]) == {"md-raid0", "lvm-stripe"} and {"median_m2", "median_m4"} <= set(table.columns)
+    assert set(table["layout"]) == {"md-raid0", "lvm-stripe"} and "median_m4" in set(table.columns)
     # SMART is read from each member before and after each pass (md and dm have none of their own).
     smart = json.loads((run / "vm" / "smart.json").read_text())
     labels = {r["label"] for r in smart["readings"]}
@@ -247,7 +241,7 @@ def test_md_raid0_and_lvm_stripe_over_2_and_4_members(vm):
 
 def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # Seed 000: a flash cache in front of a slow disk, the working set beyond the buffer pool but
-    # within the cache. The backing device is a member held to MEMBER_IOPS, the cache device the
+    # within the cache. The backing device is a disk held to HDD_IOPS, the cache device the
     # unthrottled NVMe; OLTP reads what the 16M pool cannot hold (2 × 50 000 rows, about 25 MB) and
     # commits with fsync. Known answer: the cache at least 3 × the disk alone, "differs", and the
     # cache answers at least 80 % of the reads (the load wrote the dataset through it: warm).
@@ -270,11 +264,11 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
         read_back = trials[0]["device"]["layout"]["read_back"]
         kernel[name] = read_back
         assert sorted(m["serial"] for m in read_back["members"]) == (
-            ["im-m1"] if name == "lvm-backing-only" else sorted(["im-m1", CACHE_SERIAL]))
+            [HDD_SERIAL] if name == "lvm-backing-only" else sorted([HDD_SERIAL, CACHE_SERIAL]))
         assert trials[0]["device"]["mkfs_options"] == ""  # no stripe to align to
         for cell, trial in zip(cells, trials):
             disks = {disk["device"]: disk for disk in trial["flash"]["disks"]}
-            backing_disk = next(f"/dev/{m['name']}" for m in read_back["members"] if m["serial"] == "im-m1")
+            backing_disk = next(f"/dev/{m['name']}" for m in read_back["members"] if m["serial"] == HDD_SERIAL)
             # A virtio disk has no SMART: no figure, and why, never a 0.
             assert set(disks[backing_disk]) == {"device", "unsupported"}, disks
             if name == "lvm-backing-only":
@@ -287,7 +281,7 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
             # of the flash; its counters each second, and over the measured window.
             assert (read_back["target"], read_back["cache_mode"], read_back["chunk_kib"]) == ("cache", "writeback", 64)
             names = {m["serial"]: m["name"] for m in read_back["members"]}
-            assert (read_back["backing_members"], read_back["cache_members"]) == ([names["im-m1"]], [names[CACHE_SERIAL]])
+            assert (read_back["backing_members"], read_back["cache_members"]) == ([names[HDD_SERIAL]], [names[CACHE_SERIAL]])
             summary = trial["cache"]
             print(f"{cell.parent.name}: read hit ratio {summary['read_hit_ratio']:.3f} "
                   f"(halves {summary['read_hit_ratio_halves']}), write hit ratio {summary['write_hit_ratio']}, "
@@ -329,13 +323,14 @@ def test_the_nvme_counts_what_sysbench_wrote_and_a_cold_cache_starts_every_trial
     #    thousandfold off. (iostat is no referee here: at a GiB a second its one-second edges miss
     #    more than 5 %.)
     # 2. A cold cache: dm-cache writeback made anew before each trial holds no block when the trial
-    #    begins, whatever the trial before it left there; the warm one of the cache test held the load's.
+    #    begins, though the pass's fileio prepare wrote its files through it; the warm one of the cache
+    #    test held the load's. (One cell a pass: a second, table-rndrd, cost CI three trials.)
     # 3. bcache (writeback) over the same two members: built with the suite's tag, its counters read
     #    from sysfs each second, removed after its pass.
     done = vm.play(inventory=vm.backing_and_flash,
                    layouts=["lvm-cache-device-only", "lvm-cache-writeback-cold", "bcache-writeback"],
                    # 3 s a cell: at a GiB a second under TCG, seqwr still writes gigabytes.
-                   run_name="nvme", fileio_tests=["seqwr", "table-rndrd"], fileio_step_duration=3, repeats=1)
+                   run_name="nvme", fileio_tests=["seqwr"], fileio_step_duration=3, repeats=1)
     ok(done)
     run = vm.results / "nvme"
     trial_dir = run / "vm/lvm-cache-device-only-m2/xfs/fileio/seqwr/bs-1M/t1/r1"
@@ -352,45 +347,40 @@ def test_the_nvme_counts_what_sysbench_wrote_and_a_cold_cache_starts_every_trial
     assert abs(counted["written_bytes"] - wrote) <= 0.05 * wrote, (counted, wrote)
     assert "cache_start" not in trial  # no cache on the NVMe alone
 
-    cold = {path.parent.parent.parent.parent.name: json.loads(path.read_text()) for path in
-            sorted(run.glob("vm/lvm-cache-writeback-cold-m2/xfs/fileio/*/bs-*/t*/r1/trial.json"))}
-    assert sorted(cold) == ["seqwr", "table-rndrd"], sorted(cold)
-    for test, trial in cold.items():
-        assert trial["status"] == "ok", trial["reasons"]
-        began, ended = trial["cache_start"], trial["cache"]["at_end"]
-        print(f"cold {test}: made anew in {began['made_s']} s; blocks cached at start {began['counters']['used_blocks']}"
-              f" of {began['counters']['total_blocks']}, at the end {ended['used_blocks']}")
-        assert began["state"] == "cold" and began["made_s"] > 0 and began["counters"]["target"] == "cache", began
-        assert began["counters"]["used_blocks"] <= began["counters"]["total_blocks"] // 100, began
-    # Each trial filled what the next found emptied (the cells ran in some order; both ended fuller).
-    assert min(trial["cache"]["at_end"]["used_blocks"] for trial in cold.values()) > 0
+    [path] = run.glob("vm/lvm-cache-writeback-cold-m2/xfs/fileio/*/bs-*/t*/r1/trial.json")
+    trial = json.loads(path.read_text())
+    assert trial["status"] == "ok", trial["reasons"]
+    began, ended = trial["cache_start"], trial["cache"]["at_end"]
+    print(f"cold seqwr: made anew in {began['made_s']} s; blocks cached at start {began['counters']['used_blocks']}"
+          f" of {began['counters']['total_blocks']}, at the end {ended['used_blocks']}")
+    assert began["state"] == "cold" and began["made_s"] > 0 and began["counters"]["target"] == "cache", began
+    assert began["counters"]["used_blocks"] <= began["counters"]["total_blocks"] // 100, began
+    assert ended["used_blocks"] > 0  # the trial filled what it found emptied
     table = pd.read_csv(run / "tables" / "cache_layouts.csv").set_index(["layout", "subtest"])
     assert table.loc[("lvm-cache-writeback-cold", "seqwr"), "cache_start"] == "cold"
 
-    for test in ("seqwr", "table-rndrd"):
-        [path] = run.glob(f"vm/bcache-writeback-m2/xfs/fileio/{test}/bs-*/t*/r1/trial.json")
-        trial = json.loads(path.read_text())
-        assert trial["status"] == "ok", trial["reasons"]
-        read_back = trial["device"]["layout"]["read_back"]
-        names = {m["serial"]: m["name"] for m in read_back["members"]}
-        assert (read_back["target"], read_back["cache_mode"], read_back["label"]) == ("bcache", "writeback",
-                                                                                    "innomatrix:bcache-writeback")
-        assert read_back["cset_uuid"].startswith("696e6e6f-6d61-7472-6978-") and trial["device"]["path"] == "/dev/bcache0"
-        assert (read_back["backing_members"], read_back["cache_members"]) == ([names["im-m1"]], [names[CACHE_SERIAL]])
-        assert (read_back["writeback_percent"], read_back["sequential_cutoff"]) == ("10", "0.0k")
-        log = (path.parent / "cache.log").read_text()
-        print(f"bcache {test} cache.log:\n{log}")
-        summary = trial["cache"]
-        print(f"bcache {test}: read hit ratio {summary['read_hit_ratio']}, dirty at end {summary['dirty_bytes_end']} "
-              f"bytes, start {trial['cache_start']}")
-        # bcache counts no write hits; its read counts move every 13.6 s, so a 3-s cell may hold no
-        # step of them (bench/layouts.py bcache has trials long enough for its hit ratio).
-        assert summary["target"] == "bcache" and summary["write_hit_ratio"] is None
-        assert trial["cache_start"]["state"] == "warm" and trial["cache_start"]["counters"]["target"] == "bcache"
-        assert trial["cache_start"]["counters"]["total_blocks"] == (1 << 29) // (512 << 10)  # 512K buckets
-        if test == "seqwr":
-            # Writeback, every write through the cache (sequential_cutoff 0), the disk behind held to
-            # MEMBER_IOPS: what seqwr wrote is still dirty in the cache when the trial ends.
-            assert summary["dirty_bytes_end"] > 1 << 20, summary
+    [path] = run.glob("vm/bcache-writeback-m2/xfs/fileio/seqwr/bs-*/t*/r1/trial.json")
+    trial = json.loads(path.read_text())
+    assert trial["status"] == "ok", trial["reasons"]
+    read_back = trial["device"]["layout"]["read_back"]
+    names = {m["serial"]: m["name"] for m in read_back["members"]}
+    assert (read_back["target"], read_back["cache_mode"], read_back["label"]) == ("bcache", "writeback",
+                                                                                "innomatrix:bcache-writeback")
+    assert read_back["cset_uuid"].startswith("696e6e6f-6d61-7472-6978-") and trial["device"]["path"] == "/dev/bcache0"
+    assert (read_back["backing_members"], read_back["cache_members"]) == ([names[HDD_SERIAL]], [names[CACHE_SERIAL]])
+    assert (read_back["writeback_percent"], read_back["sequential_cutoff"]) == ("10", "0.0k")
+    log = (path.parent / "cache.log").read_text()
+    print(f"bcache seqwr cache.log:\n{log}")
+    summary = trial["cache"]
+    print(f"bcache seqwr: read hit ratio {summary['read_hit_ratio']}, dirty at end {summary['dirty_bytes_end']} "
+          f"bytes, start {trial['cache_start']}")
+    # bcache counts no write hits; its read counts move every 13.6 s, so a 3-s cell may hold no
+    # step of them (bench/layouts.py bcache has trials long enough for its hit ratio).
+    assert summary["target"] == "bcache" and summary["write_hit_ratio"] is None
+    assert trial["cache_start"]["state"] == "warm" and trial["cache_start"]["counters"]["target"] == "bcache"
+    assert trial["cache_start"]["counters"]["total_blocks"] == (1 << 29) // (512 << 10)  # 512K buckets
+    # Writeback, every write through the cache (sequential_cutoff 0), the disk behind held to
+    # HDD_IOPS: what seqwr wrote is still dirty in the cache when the trial ends.
+    assert summary["dirty_bytes_end"] > 1 << 20, summary
     assert table.loc[("bcache-writeback", "seqwr"), "cache_dirty_mib_end"] > 1
     assert vm.leftovers() == ""
