@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := .make
 PLAYBOOK := $(BIN)/ansible-playbook
 
-.PHONY: demo test lint unit e2e bench venv root clean
+.PHONY: demo test test-long lint unit e2e bench venv root clean
 
 $(STAMP)/os: | $(STAMP)
 	@command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null || { \
@@ -67,13 +67,16 @@ e2e: root venv
 # of tests/molecule/image.sh's image, which they build themselves (debootstrap); and vm-os: the
 # VM host tests (tests/e2e/vm_host.py) boot QEMU guests of tests/vm/image.sh's image.
 # --durations: CI's budget is 90 minutes; the slowest tests, in its log, say where it goes. The
-# unit tests on two workers (they only compute); the end-to-end ones one at a time: on two cores a
-# TCG guest beside the local tests starved both (two workers broke the cache's and MySQL's redo
-# known answers in a CI run, and saved no time).
+# unit tests on two workers (they only compute); the end-to-end tests and Molecule in two lanes
+# (tests/e2e/lanes.sh: localhost and containers in one, the VM guest, MySQL 9.7 and Molecule in the
+# other), each one test at a time. -m "not long": the tests marked long (pyproject.toml) are left
+# out, whole; `make test-long` runs them, with the same set-up.
 test: root lint $(STAMP)/test-os $(STAMP)/molecule-os $(STAMP)/vm-os
 	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q -n 2 tests/unit
-	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q --durations=25 tests/e2e
-	$(MAKE) --no-print-directory molecule
+	tests/e2e/lanes.sh "$(MAKE) --no-print-directory"
+
+test-long: root lint $(STAMP)/test-os $(STAMP)/molecule-os $(STAMP)/vm-os
+	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q --durations=25 -m long tests/e2e
 
 bench: root venv
 	$(BIN)/python bench/figures.py

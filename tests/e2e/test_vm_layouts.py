@@ -41,9 +41,11 @@ SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4", "im-x1")
 # The flash of the cache test: an emulated NVMe device, unthrottled (and 512 MiB: it holds the
 # dataset with room to spare, as the seed's cache did).
 CACHE_SERIAL = "im-flash"
-# The slow disk behind the caches, HDD-like as issue #31 asks: on this machine's slow TCG guest a
-# cache trial is CPU-bound near 18-23 tps, which a 300-IOPS member alone (7 tps) came within 3 × of.
-HDD_SERIAL, HDD_IOPS = "im-hdd", 150
+# The slow disk behind the caches, HDD-like as issue #31 asks. Under TCG a cache trial is bound by
+# the guest's CPU, not the flash: 22.5-23.5 tps alone here, 7-14 with the local tests beside it,
+# where a 300-IOPS member alone read 7 tps and one of 150 IOPS 4.0: 100 keeps the cache's ≥ 3 × a
+# property of the disks on a machine as slow as that.
+HDD_SERIAL, HDD_IOPS = "im-hdd", 100
 REPEATS_CACHE = 3
 
 
@@ -253,6 +255,9 @@ def test_someone_elses_bcache_is_refused_and_left_alone(vm):
     assert vm.leftovers() == ""
 
 
+# Long (make test-long): a play of minutes under TCG; the plan's layout lines are unit-tested
+# (tests/unit/test_plan_layouts.py) and --check touching nothing is test_matrix's and the fleet's.
+@pytest.mark.long
 def test_check_mode_shows_the_layouts_and_touches_nothing(vm):
     before = vm.first_mib()
     done = vm.play("--check", layouts=["md-raid0"], members=[1, 2, 4])
@@ -450,6 +455,9 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     assert vm.leftovers() == ""
 
 
+# Long (make test-long): three passes, 8 minutes of CI under TCG. The cache test above checks the
+# NVMe's own count against iostat's in every cache trial.
+@pytest.mark.long
 def test_the_nvme_counts_what_sysbench_wrote_and_a_cold_cache_starts_every_trial_empty(vm):
     # Three known answers in one play (each play costs minutes of Ansible under TCG).
     # 1. The flash's own count (issue #31): fileio seqwr (1 MiB O_DIRECT requests, one thread) on the
