@@ -152,6 +152,10 @@ def test_variants_a_to_d_run_on_mysql_9_7(mysql_run):
     assert not [line for line in host.processes() if "mysqld" in line or "sysbench" in line]
 
 
+# Long (make test-long): the age reaches the flush point only with enough writes a second, which
+# the CPU decides; `make test` runs this module beside the local lane (tests/e2e/lanes.sh), and
+# there it failed in one CI-like run of two (as it did under two xdist workers before).
+@pytest.mark.long
 def test_a_redo_far_too_small_reaches_the_flush_points(mysql_run):
     # The least redo capacity MySQL takes (8M) under variant A's writes as above, from 8 threads
     # and measured a little longer: the checkpoint age rides up to the server's own async flush
