@@ -6,8 +6,8 @@
 # container hosts' own checks and the reduced matrix on localhost (to even the lanes: in a CI-like
 # run here lane 1 took 60 minutes with it, its tests 9.5 of them), then every Molecule scenario
 # (they wait on podman and apt more than on the CPU). The known answers that depend on speed held
-# with the other lane beside them, but the cache's (README, "Two lanes, and the long tests"); `make
-# test-long` runs the tests marked long.
+# with the other lane beside them, but the cache's and MySQL's 8M redo (marked long; README, "Two
+# lanes, and the long tests"); `make test-long` runs the tests marked long.
 # Lane 2's output is printed when both lanes are done; either lane failing fails the run.
 # Usage (from the Makefile): tests/e2e/lanes.sh MAKE_COMMAND, e.g. "make --no-print-directory".
 set -uo pipefail
