@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,6 +32,10 @@ from typing import Any
 TAG = "innomatrix"
 VG, LV = "innomatrix", "bench"
 SYS_BLOCK = Path("/sys/class/block")
+SYS_BCACHE = Path("/sys/fs/bcache")
+# How long a cold bcache's detach may take: bcache writes every dirty block back to the slow disk
+# first (a writeback cache holds up to writeback_percent of itself dirty).
+BCACHE_DETACH_TIMEOUT_S = 3600
 
 # Each entry: how it is built (md, or lvm and its logical volume's type), the RAID level, the chunk
 # or stripe size in KiB, the md metadata version; fewest members.
@@ -79,13 +84,12 @@ LAYOUTS: dict[str, dict[str, Any]] = {
 # has a cold twin, `<name>-cold`: the layout's name is in every cell's key and path, so warm and
 # cold trials are never one cell. A warm layout carries no `start`: its cells' keys are those it
 # had before cold twins existed.
-# bcache has no cold twin yet: emptying it means a cache set made anew and attached (its buckets
-# outlive a detach), which is not built.
+# A bcache's buckets outlive a detach: its cold start is a cache set made anew on the cache device.
 CACHE_STARTS = ("warm", "cold")
 CACHE_TYPES = ("cache", "writecache")
 BCACHE = "bcache"
 LAYOUTS.update({f"{name}-cold": {**layout, "start": "cold"} for name, layout in list(LAYOUTS.items())
-                if layout.get("type") in CACHE_TYPES})
+                if layout.get("type") in (*CACHE_TYPES, BCACHE)})
 
 
 def cache_start(name: str) -> str | None:
@@ -267,6 +271,58 @@ def recache_commands(name: str, members: Sequence[str], volumes: dict[str, str])
     return [*detach, *remove, *attach_commands(layout, members[1])]
 
 
+def bcache_recache_commands(name: str, members: Sequence[str], csets: Sequence[str],
+                            cset_uuid: str | None = None) -> list[list[str]]:
+    """What makes a bcache layout's cache anew, empty, under its mounted bcache device (a cold
+    start): detach the backing device and wait until bcache has written its dirty data back and let
+    go, unregister the cache sets on the cache device (`csets`, bcache_csets_on: none when a
+    remaking that stopped part-way got past that), wipe it, make a cache set there with the suite's
+    tag (`cset_uuid`, new_cset_uuid() when None), attach the backing device to it once it is
+    registered, and write the layout's settings again."""
+    layout = LAYOUTS[name]
+    if layout["kind"] != BCACHE:
+        raise LayoutError(f"{name} is no bcache")
+    theirs = [cset for cset in csets if not cset.startswith(BCACHE_CSET_PREFIX)]
+    if theirs:
+        raise LayoutError(f"{members[1]} holds cache set {theirs[0]}, which the suite did not make")
+    backing = SYS_BLOCK / os.path.basename(os.path.realpath(members[0])) / "bcache"
+    new = cset_uuid or new_cset_uuid()
+    unregister = [sysfs_write(f"{SYS_BCACHE}/{cset}/unregister", "1", only_if_there=True) for cset in csets]
+    return [sysfs_write(f"{backing}/detach", "1"),
+            wait_for_paths([f"{backing}/cache"], gone=True, seconds=BCACHE_DETACH_TIMEOUT_S),
+            *unregister,
+            *([wait_for_paths([f"{SYS_BCACHE}/{cset}" for cset in csets], gone=True, seconds=30)] if csets else []),
+            ["wipefs", "--all", members[1]],
+            ["make-bcache", "--cache", members[1], "--cset-uuid", new],
+            # udev's bcache rule registers the new cache device; on a host without it, this does.
+            wait_for_paths([f"{SYS_BCACHE}/{new}"], gone=False, seconds=30, nudge=sysfs_write(
+                f"{SYS_BCACHE}/register", members[1])),
+            sysfs_write(f"{backing}/attach", new),
+            wait_for_paths([f"{backing}/cache"], gone=False, seconds=30),
+            *(sysfs_write(path, value) for path, value in bcache_settings(name, members[0]))]
+
+
+def bcache_csets_on(cache_member: str) -> list[str]:
+    """The cache sets the kernel holds on this cache device, by UUID (their cache0 link)."""
+    name = os.path.basename(os.path.realpath(cache_member))
+    if not SYS_BCACHE.is_dir():
+        return []
+    return sorted(entry.name for entry in SYS_BCACHE.iterdir()
+                  if (entry / "cache0").exists() and os.path.basename(os.path.dirname(os.path.realpath(entry / "cache0"))) == name)
+
+
+def wait_for_paths(paths: Sequence[str], gone: bool, seconds: int, nudge: Sequence[str] = ()) -> list[str]:
+    """A command that waits, polling every 0.1 s, until none of the paths exists (`gone`) or all
+    do, and fails naming one that is not as asked after `seconds`; `nudge`, a command run once half
+    way, when waiting alone has not done it."""
+    ready = '[ ! -e "$p" ] || held="$p"' if gone else '[ -e "$p" ] || held="$p"'
+    said = "still there" if gone else "not there"
+    steps = seconds * 10
+    nudging = f'[ "$i" != {steps // 2} ] || {shlex.join(nudge)} 2>/dev/null; ' if nudge else ""
+    return ["sh", "-c", f'for i in $(seq {steps}); do held=; for p; do {ready}; done; [ -n "$held" ] || exit 0; '
+            f'{nudging}sleep 0.1; done; echo "$held {said} after {seconds} s" >&2; exit 1', "sh", *paths]
+
+
 def new_cset_uuid() -> str:
     """A cache set UUID with the suite's tag (BCACHE_CSET_PREFIX) and 48 random bits."""
     return BCACHE_CSET_PREFIX + os.urandom(6).hex()
@@ -292,12 +348,9 @@ def bcache_removal(states: Sequence[dict[str, Any]]) -> list[list[str]]:
         return []
     backing = [f"/sys/class/block/{s['name']}/bcache" for s in found if s.get("bcache_role") == "backing"]
     csets = sorted({f"/sys/fs/bcache/{s['bcache_cset']}" for s in found if s.get("bcache_cset")})
-    gone = [*backing, *csets]
     stop = [sysfs_write(f"{folder}/stop", "1", only_if_there=True) for folder in backing]
     unregister = [sysfs_write(f"{folder}/unregister", "1", only_if_there=True) for folder in csets]
-    wait = ["sh", "-c", 'for i in $(seq 300); do held=; for p; do [ ! -e "$p" ] || held="$p"; done; '
-            '[ -n "$held" ] || exit 0; sleep 0.1; done; echo "bcache still holds $held after 30 s" >&2; exit 1',
-            "sh", *gone]
+    wait = wait_for_paths([*backing, *csets], gone=True, seconds=30)
     return [*stop, *unregister, wait, *(["wipefs", "--all", s["member"]] for s in found)]
 
 

@@ -56,7 +56,9 @@ from ansible.module_utils.innomatrix_host.collected import (
     Window, cache_samples, cache_source, cache_summary, smart_devices, watched_devices)
 from ansible.module_utils.innomatrix_host.collected import text as text_of
 from ansible.module_utils.innomatrix_host.cache_status import CacheStatusError, parse_status
-from ansible.module_utils.innomatrix_host.layouts import VG, LayoutError, cache_start, recache_commands, volume_types
+from ansible.module_utils.innomatrix_host.layouts import (BCACHE, LAYOUTS, VG, LayoutError, bcache_csets_on,
+                                                          bcache_recache_commands, cache_start, recache_commands,
+                                                          volume_types)
 from ansible.module_utils.innomatrix_host.measured import first_measured_t
 from ansible.module_utils.innomatrix_host import tpcc as tpcc_parse
 from ansible.module_utils.innomatrix_host.mounts import mark_started_processes
@@ -258,6 +260,15 @@ class InterruptsHeld:
             signal.raise_signal(self.caught[0])
 
 
+def remaking_commands(name: str, members: list[str]) -> list[list[str]]:
+    """What makes the cache of layout `name` anew from where it stands now: a bcache's cache set,
+    or LVM's cache volume."""
+    if LAYOUTS[name]["kind"] == BCACHE:
+        return bcache_recache_commands(name, members, bcache_csets_on(members[1]))
+    volumes = volume_types(run(["lvs", "--noheadings", "-o", "lv_name,segtype", VG], timeout=60).stdout)
+    return recache_commands(name, members, volumes)
+
+
 def start_cache(device: dict, trial: dict) -> None:
     """A flash cache as its layout says a trial begins on it (layouts.cache_start): warm, as the
     load, the trials before and this trial's restore left it, or cold, made anew and empty now,
@@ -277,8 +288,7 @@ def start_cache(device: dict, trial: dict) -> None:
         began = time.monotonic()
         try:
             with InterruptsHeld():
-                volumes = volume_types(run(["lvs", "--noheadings", "-o", "lv_name,segtype", VG], timeout=60).stdout)
-                for argv in recache_commands(layout["name"], layout["members_given"], volumes):
+                for argv in remaking_commands(layout["name"], layout["members_given"]):
                     run(argv, timeout=RECACHE_TIMEOUT_S)
         except (TrialError, LayoutError) as exc:
             raise TrialError(f"the cold cache was not made anew: {exc}") from None

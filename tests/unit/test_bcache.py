@@ -249,6 +249,89 @@ def test_the_wait_for_the_kernel_to_let_go_ends_when_it_has_or_says_what_it_stil
     assert subprocess.run(wait, timeout=30).returncode == 0
 
 
+NEW = layouts.BCACHE_CSET_PREFIX + "fedcba987654"
+
+
+def test_a_cold_bcache_gets_a_cache_set_made_anew_once_its_dirty_data_is_written_back() -> None:
+    hdd, ssd = "/dev/vdb", "/dev/nvme0n1"
+    backing = f"{layouts.SYS_BLOCK}/vdb/bcache"
+    assert layouts.LAYOUTS["bcache-writeback-cold"] == {**layouts.LAYOUTS["bcache-writeback"], "start": "cold"}
+    assert layouts.cache_start("bcache-writethrough-cold") == "cold"
+    assert layouts.build_commands("bcache-writeback-cold", [hdd, ssd], cset_uuid=OURS) == \
+        layouts.build_commands("bcache-writeback", [hdd, ssd], cset_uuid=OURS)
+    again = layouts.bcache_recache_commands("bcache-writeback-cold", [hdd, ssd], [OURS], cset_uuid=NEW)
+    # Detached (bcache writes its dirty data back before it lets go: a long wait, said in its limit),
+    # the old set unregistered and awaited, the cache device wiped and made a set of the suite's anew,
+    # registered (udev, or here), the backing device attached to it, the settings written again.
+    assert again[0] == layouts.sysfs_write(f"{backing}/detach", "1")
+    assert again[1] == layouts.wait_for_paths([f"{backing}/cache"], gone=True, seconds=layouts.BCACHE_DETACH_TIMEOUT_S)
+    assert again[2:4] == [layouts.sysfs_write(f"/sys/fs/bcache/{OURS}/unregister", "1", only_if_there=True),
+                          layouts.wait_for_paths([f"/sys/fs/bcache/{OURS}"], gone=True, seconds=30)]
+    assert again[4:6] == [["wipefs", "--all", ssd], ["make-bcache", "--cache", ssd, "--cset-uuid", NEW]]
+    assert again[6] == layouts.wait_for_paths([f"/sys/fs/bcache/{NEW}"], gone=False, seconds=30,
+                                              nudge=layouts.sysfs_write("/sys/fs/bcache/register", ssd))
+    assert again[7:9] == [layouts.sysfs_write(f"{backing}/attach", NEW),
+                          layouts.wait_for_paths([f"{backing}/cache"], gone=False, seconds=30)]
+    assert again[9:] == [layouts.sysfs_write(path, value) for path, value in
+                         layouts.bcache_settings("bcache-writeback-cold", hdd)]
+    assert ("label", "innomatrix:bcache-writeback-cold") in [(p.rsplit("/", 1)[1], v) for p, v in
+                                                               layouts.bcache_settings("bcache-writeback-cold", hdd)]
+    # Taken up where a remaking stopped: no set left on the cache device, nothing to unregister.
+    assert layouts.bcache_recache_commands("bcache-writeback-cold", [hdd, ssd], [], cset_uuid=NEW) == again[:2] + again[4:]
+    made = layouts.bcache_recache_commands("bcache-writeback-cold", [hdd, ssd], [])[3]
+    assert made[-1].startswith(layouts.BCACHE_CSET_PREFIX) and made[-1] != NEW
+    with pytest.raises(layouts.LayoutError, match=f"^/dev/nvme0n1 holds cache set {THEIRS}, which the suite did not make$"):
+        layouts.bcache_recache_commands("bcache-writeback-cold", [hdd, ssd], [OURS, THEIRS])
+    with pytest.raises(layouts.LayoutError, match="lvm-cache-writeback-cold is no bcache"):
+        layouts.bcache_recache_commands("lvm-cache-writeback-cold", [hdd, ssd], [])
+
+
+def test_a_wait_for_paths_ends_when_they_are_as_asked_nudges_once_and_says_what_is_not(tmp_path) -> None:
+    there, coming = tmp_path / "there", tmp_path / "coming"
+    there.mkdir()
+    assert subprocess.run(layouts.wait_for_paths([str(there)], gone=False, seconds=1), timeout=30).returncode == 0
+    # Half way with the path still missing, the nudge runs (here: it makes the path), once.
+    nudge = ["sh", "-c", f'echo x >> {tmp_path}/nudged; mkdir {coming}']
+    assert subprocess.run(layouts.wait_for_paths([str(coming)], gone=False, seconds=2, nudge=nudge),
+                          timeout=30).returncode == 0
+    assert (tmp_path / "nudged").read_text() == "x\n"
+    done = subprocess.run(layouts.wait_for_paths([str(there), str(tmp_path / "never")], gone=False, seconds=1),
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and done.stderr == f"{tmp_path}/never not there after 1 s\n"
+    done = subprocess.run(layouts.wait_for_paths([str(there)], gone=True, seconds=1), capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 1 and done.stderr == f"{there} still there after 1 s\n"
+
+
+def test_the_cache_sets_on_a_cache_device_are_found_by_their_cache0_link(tmp_path, monkeypatch) -> None:
+    sets = tmp_path / "fs-bcache"
+    for cset, device in ((OURS, "nvme0n1"), (THEIRS, "vdc")):
+        (tmp_path / "devices" / device / "bcache").mkdir(parents=True)
+        (sets / cset).mkdir(parents=True)
+        (sets / cset / "cache0").symlink_to(tmp_path / "devices" / device / "bcache")
+    (sets / "register").write_text("")
+    monkeypatch.setattr(layouts, "SYS_BCACHE", sets)
+    assert layouts.bcache_csets_on("/dev/nvme0n1") == [OURS] and layouts.bcache_csets_on("/dev/vdb") == []
+    monkeypatch.setattr(layouts, "SYS_BCACHE", tmp_path / "no-bcache-here")
+    assert layouts.bcache_csets_on("/dev/nvme0n1") == []
+
+
+def test_a_cold_bcache_is_made_anew_before_the_trial_reads_its_counters(monkeypatch) -> None:
+    ran: list = []
+    monkeypatch.setattr(trial_module, "run", lambda argv, timeout=600: ran.append(argv))  # test double: no bcache here
+    monkeypatch.setattr(trial_module, "bcache_csets_on", lambda member: [OURS] if member == "/dev/nvme0n1" else [])
+    monkeypatch.setattr(layouts, "new_cset_uuid", lambda: NEW)
+    monkeypatch.setattr(trial_module, "cache_status_line", lambda source, timeout, runner=None: LINE)
+    members = ["/dev/vdb", "/dev/nvme0n1"]
+    trial: dict = {}
+    trial_module.start_cache({"path": "/dev/bcache0", "layout": {
+        "name": "bcache-writeback-cold", "members_given": members, "read_back": {"target": "bcache", "name": "bcache0"}}},
+        trial)
+    assert ran == layouts.bcache_recache_commands("bcache-writeback-cold", members, [OURS], cset_uuid=NEW)
+    assert trial["cache_start"]["state"] == "cold" and trial["cache_start"]["made_s"] >= 0
+    assert trial["cache_start"]["counters"]["target"] == "bcache"
+
+
 def test_a_holder_is_the_suites_bcache_by_its_backing_device_s_superblock(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(layouts, "SYS_BLOCK", tmp_path)
     (tmp_path / "bcache0" / "bcache").mkdir(parents=True)

@@ -70,8 +70,8 @@ def test_the_key_names_the_layout_its_members_and_who_they_are() -> None:
     ({"layouts": "raid6"}, DEVICES, "layouts: unknown raid6; accepted: plain, md-raid0, md-raid5, md-raid10, lvm-stripe, "
                                     "lvm-backing-only, lvm-cache-device-only, lvm-cache-writeback, lvm-cache-writethrough, "
                                     "lvm-writecache, bcache-writeback, bcache-writethrough, lvm-cache-writeback-cold, "
-                                    "lvm-cache-writethrough-cold, "
-                                    "lvm-writecache-cold"),
+                                    "lvm-cache-writethrough-cold, lvm-writecache-cold, bcache-writeback-cold, "
+                                    "bcache-writethrough-cold"),
     ({"layouts": "lvm-cache-writeback"}, ctx(member_ids=("serial:hdd",)),
      "members: lvm-cache-writeback over 2 members needs 2 devices (the backing and the cache device, in that order); "
      "db1 lists 1"),
