@@ -50,8 +50,8 @@ times unchanged. Prints each run's trial medians, `innomatrix noise` of the firs
 host's run-to-run floor for this layout, which a verdict between runs needs), and `innomatrix
 compare` of the last two: the ratio should be near 1 with "no difference".
 
-cold: every cache layout's cold twin (dm-cache writeback and writethrough, dm-writecache) over
-the same two disks, fileio seqwr and table-rndrd, 3 s a cell, 2 repeats (a trial finds what the
+cold: every cache layout's cold twin (dm-cache writeback and writethrough, dm-writecache, bcache
+writeback and writethrough) over the same two disks, fileio seqwr and table-rndrd, 3 s a cell, 2 repeats (a trial finds what the
 one before it left, and must find the cache empty). Prints each trial's status, how long making
 its cache anew took, the blocks cached when it began and when it ended.
 

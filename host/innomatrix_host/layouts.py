@@ -118,7 +118,16 @@ SUITE_MD_NAMES = frozenset(f"{TAG}:{name}" for name, layout in LAYOUTS.items() i
 # UUID; it has no label of its own for a cache device), and its backing device's label is its
 # layout's name after the tag (bcache keeps the label in the backing device's superblock).
 BCACHE_CSET_PREFIX = "696e6e6f-6d61-7472-6978-"
-SUITE_BCACHE_LABELS = frozenset(f"{TAG}:{name}" for name, layout in LAYOUTS.items() if layout["kind"] == BCACHE)
+
+
+def bcache_label(name: str) -> str:
+    """The label of a bcache layout's backing device: the tag and the layout's name, a cold twin's
+    as its warm layout's (bcache takes 32 bytes of label, and `innomatrix:bcache-writethrough-cold`
+    is 35; the cold start is in the cell's key)."""
+    return f"{TAG}:{name.removesuffix('-cold')}"
+
+
+SUITE_BCACHE_LABELS = frozenset(bcache_label(name) for name, layout in LAYOUTS.items() if layout["kind"] == BCACHE)
 
 
 class LayoutError(ValueError):
@@ -333,7 +342,7 @@ def bcache_settings(name: str, backing: str) -> list[tuple[str, str]]:
     order: its label (the tag), the cache mode, then the layout's tunables."""
     layout = LAYOUTS[name]
     folder = SYS_BLOCK / os.path.basename(os.path.realpath(backing)) / "bcache"
-    values = [("label", f"{TAG}:{name}"), ("cache_mode", layout["cache_mode"]),
+    values = [("label", bcache_label(name)), ("cache_mode", layout["cache_mode"]),
               *((key, str(value)) for key, value in layout["settings"].items())]
     return [(str(folder / key), value) for key, value in values]
 

@@ -559,7 +559,7 @@ def test_the_nvme_counts_what_sysbench_wrote_and_a_cold_cache_starts_every_trial
     read_back = trial["device"]["layout"]["read_back"]
     names = {m["serial"]: m["name"] for m in read_back["members"]}
     assert (read_back["target"], read_back["cache_mode"], read_back["label"]) == ("bcache", "writeback",
-                                                                                "innomatrix:bcache-writeback-cold")
+                                                                                "innomatrix:bcache-writeback")
     assert read_back["cset_uuid"].startswith("696e6e6f-6d61-7472-6978-") and trial["device"]["path"] == "/dev/bcache0"
     assert (read_back["backing_members"], read_back["cache_members"]) == ([names[HDD_SERIAL]], [names[CACHE_SERIAL]])
     assert (read_back["writeback_percent"], read_back["sequential_cutoff"]) == ("10", "0.0k")

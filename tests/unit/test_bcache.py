@@ -274,8 +274,11 @@ def test_a_cold_bcache_gets_a_cache_set_made_anew_once_its_dirty_data_is_written
                           layouts.wait_for_paths([f"{backing}/cache"], gone=False, seconds=30)]
     assert again[9:] == [layouts.sysfs_write(path, value) for path, value in
                          layouts.bcache_settings("bcache-writeback-cold", hdd)]
-    assert ("label", "innomatrix:bcache-writeback-cold") in [(p.rsplit("/", 1)[1], v) for p, v in
-                                                               layouts.bcache_settings("bcache-writeback-cold", hdd)]
+    # bcache takes 32 bytes of label (the kernel's SB_LABEL_SIZE; `echo` adds a newline): a cold
+    # twin is labelled as its warm layout, and every label fits.
+    assert layouts.bcache_settings("bcache-writeback-cold", hdd) == layouts.bcache_settings("bcache-writeback", hdd)
+    assert layouts.SUITE_BCACHE_LABELS == {"innomatrix:bcache-writeback", "innomatrix:bcache-writethrough"}
+    assert all(len(label) + 1 <= 32 for label in layouts.SUITE_BCACHE_LABELS)
     # Taken up where a remaking stopped: no set left on the cache device, nothing to unregister.
     assert layouts.bcache_recache_commands("bcache-writeback-cold", [hdd, ssd], [], cset_uuid=NEW) == again[:2] + again[4:]
     made = layouts.bcache_recache_commands("bcache-writeback-cold", [hdd, ssd], [])[3]
