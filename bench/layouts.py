@@ -42,8 +42,8 @@ every layout ÷ layout ratio with its interval and verdict (layout_compare), and
 per transaction from InnoDB down to the NVMe's own count (bytes_to_flash).
 
 bcache: the same table, trials and VM with bcache: the disk alone, dm-cache writeback, and bcache
-writeback and writethrough in front of the disk (bcache counts read hits only: its write hit
-ratio is none).
+writeback (warm, and cold: its cache set made anew before each trial) and writethrough in front of
+the disk (bcache counts read hits only: its write hit ratio is none).
 
 cache-aa: the A/A beside cache's known answer. The same VM and trials; the disk alone, run five
 times unchanged. Prints each run's trial medians, `innomatrix noise` of the first three (the
@@ -210,7 +210,8 @@ BACKING_IOPS = 150
 CACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-device-only", "lvm-cache-writeback", "lvm-cache-writeback-cold",
                  "lvm-cache-writethrough", "lvm-writecache"]
 # bcache beside the disk alone and dm-cache (writeback), over the same two disks.
-BCACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-writeback", "bcache-writeback", "bcache-writethrough"]
+BCACHE_LAYOUTS = ["lvm-backing-only", "lvm-cache-writeback", "bcache-writeback", "bcache-writeback-cold",
+                  "bcache-writethrough"]
 # The disk alone, the side every cache is judged against, run unchanged five times.
 AA_LAYOUTS = ["lvm-backing-only"]
 
@@ -258,14 +259,14 @@ def cache_table(run_name: str, layouts: list[str]) -> None:
                   f"({row['cache_blocks_at_start']:.0f} blocks)  read hit ratio {row['cache_read_hit_ratio']:.3f}  "
                   f"write hit ratio {row['cache_write_hit_ratio']:.3f}  dirty at end "
                   f"{row['cache_dirty_mib_end']:.1f} MiB{'  flagged' if row['flagged'] else ''}")
-        cold = sorted((base / "results" / run_name).glob("*/lvm-cache-writeback-cold-m2/*/*/*/*/*/r*/trial.json"))
+        cold = sorted((base / "results" / run_name).glob("*/*-cold-m2/*/*/*/*/*/r*/trial.json"))
         if cold:
             print("cold trials: the cache as each found it, its read hit ratio in each half of the window, its flags:")
         for path in cold:
             trial = json.loads(path.read_text())
             began, halves = trial["cache_start"], (trial.get("cache") or {}).get("read_hit_ratio_halves")
-            print(f"  {path.parent.name}: {began.get('counters', {}).get('used_blocks')} blocks at start, made anew in "
-                  f"{began['made_s']} s; read hit ratio by half {halves}; flags "
+            print(f"  {path.parents[6].name} {path.parent.name}: {began.get('counters', {}).get('used_blocks')} blocks "
+                  f"at start, made anew in {began['made_s']} s; read hit ratio by half {halves}; flags "
                   f"{[flag.get('text', flag) if isinstance(flag, dict) else flag for flag in trial.get('flags', [])]}")
         print("layout ÷ layout (median tps ratio, 95 % interval between trials, verdict):")
         for _, row in pd.read_csv(tables / "layout_compare.csv").iterrows():
