@@ -78,6 +78,23 @@ class Layouts:
         print("\n".join(done.stdout.splitlines()[-22:]))
         return done
 
+    def measure(self, run_name: str, inventory: Path | None = None, **knobs) -> None:
+        """A play that must measure every cell: as play(), and where the only cells it did not
+        finish are trials made invalid by sysbench's reporting thread waking late (a second
+        skipped: the guest starved of CPU by the other lane, as in a CI run), played once more, as a
+        user would; the rerun measures just those cells again and sets the invalid ones aside."""
+        done = self.play(inventory=inventory, run_name=run_name, **knobs)
+        if done.returncode != 0:
+            unfinished = {str(path.parent.relative_to(self.results / run_name)): json.loads(path.read_text())
+                          for path in sorted((self.results / run_name).glob("*/*/*/*/*/*/t*/r[0-9]/trial.json"))
+                          if json.loads(path.read_text())["status"] != "ok"}
+            late = {cell: trial["reasons"] for cell, trial in unfinished.items() if trial["status"] == "invalid" and
+                    all(reason.startswith("driver.log intervals out of step: ") for reason in trial["reasons"])}
+            if unfinished and late == {cell: trial["reasons"] for cell, trial in unfinished.items()}:
+                print(f"measured again, sysbench's reporting thread late: {late}")
+                done = self.play(inventory=inventory, run_name=run_name, **knobs)
+        ok(done)
+
     def first_mib(self) -> dict[str, str]:
         """The first MiB of every member disk, hashed in the guest: what a refusal must leave alone."""
         done = self.host.sh("for d in " + " ".join(disk.by_id for disk in self.host.disks)
@@ -396,13 +413,12 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_reads_several_times_the_disk_
     # warm. Known answer: the disk alone reads HDD_IOPS; the cache at least 3 × that, "differs" with
     # the right sign, and it answers at least 80 % of the reads. (Reads cost the TCG guest little CPU,
     # so this holds beside the other lane, where OLTP's did not: the long test after this one.)
-    done = vm.play(inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
-                   run_name="cache-fileio", repeats=REPEATS_CACHE)
-    ok(done)
+    vm.measure("cache-fileio", inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
+               repeats=REPEATS_CACHE)
     run = vm.results / "cache-fileio"
     iops, hits = {}, []
     for name in ("lvm-backing-only", "lvm-cache-writeback"):
-        cells = sorted(run.glob(f"vm/{name}-m2/xfs/fileio/table-rndrd/bs-16K/t16/r*/trial.json"))
+        cells = sorted(run.glob(f"vm/{name}-m2/xfs/fileio/table-rndrd/bs-16K/t16/r[0-9]/trial.json"))
         trials = [json.loads(cell.read_text()) for cell in cells]
         assert len(trials) == REPEATS_CACHE and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
         iops[name] = [t["fileio"]["iops_median"] for t in trials]
@@ -438,19 +454,18 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # unthrottled NVMe; OLTP reads what the 16M pool cannot hold (2 × 50 000 rows, about 25 MB) and
     # commits with fsync. Known answer: the cache at least 3 × the disk alone, "differs", and the
     # cache answers at least 80 % of the reads (the load wrote the dataset through it: warm).
-    done = vm.play(inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
-                   run_name="cache", workloads=["oltp"], bp_sizes=["16M"], threads=[4], warmup=3, duration=12,
-                   oltp_tables=2, oltp_table_size=50000,
-                   # Three trials a side: with two, one side's spread (26 and 42 tps in a CI run) left
-                   # Welch's t a single degree of freedom and an interval of 0.01-4 around 0.23.
-                   repeats=REPEATS_CACHE,
-                   # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
-                   mycnf_overrides={"innodb_log_file_size": "48M"})
-    ok(done)
+    vm.measure("cache", inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
+               workloads=["oltp"], bp_sizes=["16M"], threads=[4], warmup=3, duration=12,
+               oltp_tables=2, oltp_table_size=50000,
+               # Three trials a side: with two, one side's spread (26 and 42 tps in a CI run) left
+               # Welch's t a single degree of freedom and an interval of 0.01-4 around 0.23.
+               repeats=REPEATS_CACHE,
+               # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
+               mycnf_overrides={"innodb_log_file_size": "48M"})
     run = vm.results / "cache"
     tps, kernel = {}, {}
     for name in ("lvm-backing-only", "lvm-cache-writeback"):
-        cells = sorted(run.glob(f"vm/{name}-m2/xfs/oltp/A/bp-16M/t4/r*/trial.json"))
+        cells = sorted(run.glob(f"vm/{name}-m2/xfs/oltp/A/bp-16M/t4/r[0-9]/trial.json"))
         trials = [json.loads(cell.read_text()) for cell in cells]
         assert len(trials) == REPEATS_CACHE and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
         tps[name] = [t["summary"]["throughput_median"] for t in trials]
@@ -521,11 +536,10 @@ def test_the_nvme_counts_what_sysbench_wrote_and_a_cold_cache_starts_every_trial
     # 3. bcache (writeback) over the same two members, cold: built with the suite's tag, its cache
     #    set made anew before the trial (its buckets outlive a detach), its counters read from sysfs
     #    each second, removed after its pass.
-    done = vm.play(inventory=vm.backing_and_flash,
-                   layouts=["lvm-cache-device-only", "lvm-cache-writeback-cold", "bcache-writeback-cold"],
-                   # 3 s a cell: at a GiB a second under TCG, seqwr still writes gigabytes.
-                   run_name="nvme", fileio_tests=["seqwr"], fileio_step_duration=3, repeats=1)
-    ok(done)
+    vm.measure("nvme", inventory=vm.backing_and_flash,
+               layouts=["lvm-cache-device-only", "lvm-cache-writeback-cold", "bcache-writeback-cold"],
+               # 3 s a cell: at a GiB a second under TCG, seqwr still writes gigabytes.
+               fileio_tests=["seqwr"], fileio_step_duration=3, repeats=1)
     run = vm.results / "nvme"
     trial_dir = run / "vm/lvm-cache-device-only-m2/xfs/fileio/seqwr/bs-1M/t1/r1"
     trial = json.loads((trial_dir / "trial.json").read_text())
