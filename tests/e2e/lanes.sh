@@ -4,14 +4,13 @@
 # podman containers; lane 2 the VM guest (tests/e2e/test_vm_layouts.py: QEMU under TCG, which keeps
 # about one core busy, mostly emulating the Python of Ansible's tasks), then MySQL 9.7's module, the
 # container hosts' own checks and the reduced matrix on localhost, then every Molecule scenario
-# (they wait on podman and apt more than on the CPU). The reduced matrix is here so that, by the
-# times measured, Molecule starts after lane 1 is done: in one CI-like run with it in lane 1,
-# Molecule's start fell beside the verdicts' known answer (tests/e2e/test_known_answers.py), whose
-# slowed device's trials' interval then reached 0.855 where it must stay above 1.
-# The known answers that depend on speed hold with the other lane beside them,
-# but seed 000's OLTP through a cache (the guest's CPU bounds the cache's side; its fileio twin is
-# in lane 2) and MySQL's 8M redo: both marked long (README, "Two lanes, and the long tests");
-# `make test-long` runs the tests marked long.
+# (they wait on podman and apt more than on the CPU). The known answers that depend on speed hold
+# with the other lane beside them, but seed 000's OLTP through a cache (the guest's CPU bounds the
+# cache's side) and MySQL's 8M redo; and the VM's tests on its unthrottled NVMe device (QEMU reads
+# and writes it with O_DIRECT on this machine's disk): in the one CI-like run that had them, lane
+# 1's verdicts' known answer, on a loop device of the same disk, failed beside them, the likely
+# cause. All marked long (README,
+# "Two lanes, and the long tests"); `make test-long` runs the tests marked long.
 # Lane 2's output is printed when both lanes are done; either lane failing fails the run.
 # Usage (from the Makefile): tests/e2e/lanes.sh MAKE_COMMAND, e.g. "make --no-print-directory".
 set -uo pipefail
