@@ -85,12 +85,12 @@ class Layouts:
         user would; the rerun measures just those cells again and sets the invalid ones aside."""
         done = self.play(inventory=inventory, run_name=run_name, **knobs)
         if done.returncode != 0:
-            unfinished = {str(path.parent.relative_to(self.results / run_name)): json.loads(path.read_text())
-                          for path in sorted((self.results / run_name).glob("*/*/*/*/*/*/t*/r[0-9]/trial.json"))
-                          if json.loads(path.read_text())["status"] != "ok"}
+            trials = {str(path.parent.relative_to(self.results / run_name)): json.loads(path.read_text())
+                      for path in sorted((self.results / run_name).glob("*/*/*/*/*/*/t*/r[0-9]/trial.json"))}
+            unfinished = {cell: trial for cell, trial in trials.items() if trial["status"] != "ok"}
             late = {cell: trial["reasons"] for cell, trial in unfinished.items() if trial["status"] == "invalid" and
                     all(reason.startswith("driver.log intervals out of step: ") for reason in trial["reasons"])}
-            if unfinished and late == {cell: trial["reasons"] for cell, trial in unfinished.items()}:
+            if unfinished and late.keys() == unfinished.keys():
                 print(f"measured again, sysbench's reporting thread late: {late}")
                 done = self.play(inventory=inventory, run_name=run_name, **knobs)
         ok(done)
