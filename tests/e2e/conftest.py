@@ -13,9 +13,11 @@ from e2e_env import Env
 
 
 @pytest.fixture(scope="module")
-def env():
+def env(request):
     # Not under /tmp/pytest-of-root (mode 0700): mysqld runs as `mysql` and must reach its socket.
-    base = Path(tempfile.mkdtemp(prefix="innomatrix-e2e-", dir="/var/tmp"))
+    # A module may name another parent (ENV_PARENT), e.g. one in memory for its loop file.
+    parent = getattr(request.module, "ENV_PARENT", "/var/tmp")
+    base = Path(tempfile.mkdtemp(prefix="innomatrix-e2e-", dir=parent))
     base.chmod(0o755)
     environment = Env(base)
     yield environment

@@ -13,8 +13,8 @@
 # of stop 47: the device as it is, slowed by the other lane, read within the slowed one's interval
 # once, missed its SLA once), the second once (its checkpoint age 2.22 MiB where the async point
 # was 2.24: too few writes a second with the guest beside it). Alone, the first's capacity half
-# still failed once in three runs here (the device as it is not surely meeting p95 ≤ 100 ms at 60/s:
-# a stall in one trial leaves its capacity unknown): not mended yet.
+# still failed twice in five runs with its loop file on the shared disk (a minute of the disk's own
+# slowness); its loop file is now in memory (the test says why).
 # Seed 000's OLTP through a cache (the guest's CPU bounds the cache's side) and MySQL's 8M redo
 # are marked long (README, "Two lanes, the quiet known answers alone, and the long tests"); `make
 # test-long` runs them.
