@@ -68,8 +68,9 @@ e2e: root venv
 # VM host tests (tests/e2e/vm_host.py) boot QEMU guests of tests/vm/image.sh's image.
 # --durations: CI's budget is 90 minutes; the slowest tests, in its log, say where it goes. The
 # unit tests on two workers (they only compute); the end-to-end tests and Molecule in two lanes
-# (tests/e2e/lanes.sh: localhost and the podman fleet in one; the VM guest, MySQL 9.7, the
-# container hosts' checks, the reduced matrix and Molecule in the other), each one test at a time. -m "not long": the tests marked long (pyproject.toml) are left
+# (tests/e2e/lanes.sh: localhost, the podman fleet and Molecule in one; the VM guest, MySQL 9.7
+# and the container hosts' checks in the other), each one test at a time, then the known answers
+# that need a quiet machine, alone. -m "not long": the tests marked long (pyproject.toml) are left
 # out, whole; `make test-long` runs them, with the same set-up.
 test: root lint $(STAMP)/test-os $(STAMP)/molecule-os $(STAMP)/vm-os
 	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q -n 2 tests/unit

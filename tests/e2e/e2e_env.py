@@ -100,6 +100,13 @@ def ok(done: subprocess.CompletedProcess) -> None:
     assert done.returncode == 0, "\n".join(errors[-20:]) + "\n...\n" + output[-3000:]
 
 
+def innomatrix(*args: str) -> str:
+    """The analysis CLI on the controller, as a user runs it on what a play brought home: its output."""
+    done = subprocess.run([str(ROOT / ".venv/bin/innomatrix"), *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def snapshot(directory: Path) -> dict[str, tuple[str, int]]:
     """Every file under a directory with its content hash and modification time."""
     return {

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_env import NEEDS_ROOT, ROOT, ok, trials_of
+from e2e_env import NEEDS_ROOT, innomatrix, ok, trials_of
 from innomatrix import capacity as capacity_rules
 
 pytestmark = NEEDS_ROOT
@@ -140,12 +140,6 @@ def test_a_device_made_slow_is_found_slower_every_time(env):
     _, [row] = compare(one_a, one_a_again)
     assert (row["interval_from"], row["verdict"]) == ("trials + run drift (host noise floor)", "no difference"), row
     assert env.stray_processes() == []
-
-
-def innomatrix(*args: str) -> str:
-    done = subprocess.run([str(ROOT / ".venv/bin/innomatrix"), *args], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 def one_repeat(run: Path, repeat: int) -> Path:

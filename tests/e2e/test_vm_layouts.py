@@ -4,15 +4,16 @@ NVMe SMART, Ansible without network, a disk at its throttle); then members that 
 refused; the matrix in --check mode; md-raid0 and lvm-stripe over 4 members, fileio on each, read
 back from the kernel, the filesystem aligned to it, removed after its pass, with the plug pulled in
 lvm-stripe's trial and a rerun that finishes it, and the report comparing mdadm with LVM; then seed
-000's flash cache: random reads from a slow disk alone and behind a dm-cache on the emulated NVMe
-(and OLTP the same way); last, the NVMe's own count (SMART data units) of a sequential write
-against what sysbench wrote, a cold dm-cache and a cold bcache.
+000's flash cache: random reads from a slow disk alone and behind a dm-cache on the emulated NVMe,
+and the disk alone in two runs more, judged by its noise floor (OLTP the same way is
+test_vm_cache_oltp.py, on a quiet machine); last, the NVMe's own count (SMART data units) of a
+sequential write against what sysbench wrote, a cold dm-cache and a cold bcache.
 
 Known answers: every layout member is throttled by QEMU to MEMBER_IOPS, so random reads over a
 4-member stripe must read about 4 × one member's; the cache's disk is held to HDD_IOPS, so the cache
-must read several times what the disk alone does. Tests run in file order. TCG is slow: keep the
-cells few and short. The --check test and the cache's OLTP known answer are marked long: `make
-test-long` runs them."""
+must read several times what the disk alone does, and the disk alone no different from itself.
+Tests run in file order. TCG is slow: keep the cells few and short. The --check test is marked
+long: `make test-long` runs it."""
 
 from __future__ import annotations
 
@@ -24,121 +25,26 @@ import subprocess
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from e2e_env import NEEDS_ROOT, ROOT, ok
-from innomatrix.parse import iostat
+from e2e_env import NEEDS_ROOT, ROOT, innomatrix, ok
 from innomatrix_host.sysbench import parse_summary
-from remote_hosts import play_matrix, project_inventory, start_matrix
 from vm_host import Disk, needs_vm, vm_host
-from vm_layout_knobs import KNOBS, MEMBER_IOPS, finished_trials
+from vm_layout_knobs import MEMBER_IOPS, finished_trials
+from vm_layouts import CACHE_DISKS, CACHE_SERIAL, HDD_IOPS, HDD_SERIAL, REPEATS_CACHE, Layouts
 
 pytestmark = [*NEEDS_ROOT, needs_vm]
 
 SERIALS = ("im-m1", "im-m2", "im-m3", "im-m4", "im-x1")
-# The flash of the cache test: an emulated NVMe device, unthrottled (and 512 MiB: it holds the
-# dataset with room to spare, as the seed's cache did).
-CACHE_SERIAL = "im-flash"
-# The slow disk behind the caches, HDD-like as issue #31 asks ("e.g. 150"). Under TCG a cache
-# trial is bound by the guest's CPU, not the flash: 22.5-23.5 tps on a quiet machine here, where a
-# 300-IOPS member alone read 7 tps and this one 3.5-4.0.
-HDD_SERIAL, HDD_IOPS = "im-hdd", 150
-REPEATS_CACHE = 3
-
-
-class Layouts:
-    def __init__(self, base: Path, host):
-        self.base, self.host = base, host
-        self.results = base / "results"
-        members = [disk.by_id for disk in host.disks]
-        by_serial = {disk.serial: disk.by_id for disk in host.disks}
-        self.members, self.spare = members[:4], members[4]
-        self.hdd, self.flash = by_serial[HDD_SERIAL], by_serial[CACHE_SERIAL]
-        self.knobs = base / "knobs.yml"
-        self.inventory = project_inventory(base, {"vm": host}, host_vars={"vm": {"devices": self.members}})
-        # A cache layout's two members: the backing device (the HDD-like disk) first, the flash second.
-        self.backing_and_flash = project_inventory(base, {"vm": host}, name="cache.yml",
-                                                   host_vars={"vm": {"devices": [self.hdd, self.flash]}})
-
-    def write_knobs(self, **knobs) -> Path:
-        self.knobs.write_text(yaml.safe_dump({**KNOBS, "repeats": 2, "results_dir": str(self.results),
-                                              "run_name": "layouts",
-                                              "preflight_secrets_dir": str(self.base / "secrets"), **knobs}))
-        return self.knobs
-
-    def start(self, log: Path, **knobs) -> subprocess.Popen:
-        """The matrix on the layouts' members, started and left running (its host is to be lost)."""
-        return start_matrix(self.inventory, self.write_knobs(**knobs), log=log)
-
-    def play(self, *extra: str, inventory: Path | None = None, **knobs) -> object:
-        done = play_matrix(inventory or self.inventory, self.write_knobs(**knobs), *extra, log=self.base / "last-play.log")
-        # Under TCG every task costs seconds: the slowest tasks of each play, in pytest's -s output.
-        print("\n".join(done.stdout.splitlines()[-22:]))
-        return done
-
-    def measure(self, run_name: str, inventory: Path | None = None, **knobs) -> None:
-        """A play that must measure every cell: as play(), and where the only cells it did not
-        finish are trials made invalid by sysbench's reporting thread waking late (a second
-        skipped: the guest starved of CPU by the other lane, as in a CI run), played once more, as a
-        user would; the rerun measures just those cells again and sets the invalid ones aside."""
-        done = self.play(inventory=inventory, run_name=run_name, **knobs)
-        if done.returncode != 0:
-            trials = {str(path.parent.relative_to(self.results / run_name)): json.loads(path.read_text())
-                      for path in sorted((self.results / run_name).glob("*/*/*/*/*/*/t*/r[0-9]/trial.json"))}
-            unfinished = {cell: trial for cell, trial in trials.items() if trial["status"] != "ok"}
-            late = {cell: trial["reasons"] for cell, trial in unfinished.items() if trial["status"] == "invalid" and
-                    all(reason.startswith("driver.log intervals out of step: ") for reason in trial["reasons"])}
-            if unfinished and late.keys() == unfinished.keys():
-                print(f"measured again, sysbench's reporting thread late: {late}")
-                done = self.play(inventory=inventory, run_name=run_name, **knobs)
-        ok(done)
-
-    def first_mib(self) -> dict[str, str]:
-        """The first MiB of every member disk, hashed in the guest: what a refusal must leave alone."""
-        done = self.host.sh("for d in " + " ".join(disk.by_id for disk in self.host.disks)
-                            + "; do echo $d $(head -c 1048576 $d | sha256sum | cut -c1-16); done")
-        return dict(line.split() for line in done.stdout.splitlines())
-
-    def leftovers(self) -> str:
-        """md arrays, volume groups, device-mapper devices, bcache devices and cache sets in the
-        guest: none once a pass ends."""
-        return self.host.sh("cat /proc/mdstat | grep ^md || true; vgs --noheadings 2>/dev/null || true;"
-                            " dmsetup ls 2>/dev/null | grep -v 'No devices' || true;"
-                            " ls /sys/block | grep ^bcache || true; ls /sys/fs/bcache 2>/dev/null | grep -- - || true"
-                            ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
 def vm():
-    disks = [*(Disk(serial, size=1 << 30, iops=MEMBER_IOPS) for serial in SERIALS),
-             Disk(HDD_SERIAL, size=1 << 30, iops=HDD_IOPS)]
-    with vm_host("innomatrix-e2e-vml-", "vm-l", disks=disks, nvme=[Disk(CACHE_SERIAL, size=1 << 29)]) as (base, host):
+    disks = [*(Disk(serial, size=1 << 30, iops=MEMBER_IOPS) for serial in SERIALS), *CACHE_DISKS["disks"]]
+    with vm_host("innomatrix-e2e-vml-", "vm-l", disks=disks, nvme=CACHE_DISKS["nvme"]) as (base, host):
         base.chmod(0o755)
-        yield Layouts(base, host)
-
-
-def flash_counted(trial_dir: Path, trial: dict, disks: dict, nvme: str) -> None:
-    """The emulated NVMe's own count of what it was sent over the driver's run (SMART data units)
-    against the block layer's (iostat's wkB/s of that disk, a sample each report interval): within 5 %
-    of what iostat says of the intervals wholly inside the span and of those touching it (iostat
-    stops right after the closing reading: its last part-second is in neither). A unit read as a
-    sector, or a kilobyte as a byte, falls far outside."""
-    counted = disks[f"/dev/{nvme}"]
-    assert counted["unit_bytes"] == 512_000 and counted["written_bytes"] > 0, counted
-    samples = iostat.read(trial_dir / "iostat.json", device=nvme)
-    stamps = samples.times.astype("datetime64[ms]").astype(np.int64) / 1000.0
-    interval = trial["durations"]["report_interval_s"]
-    written = samples.metrics["wkB/s"] * 1024.0 * interval
-    span = [pd.Timestamp(trial["flash"][edge]).timestamp() for edge in ("from", "to")]
-    # A sample stamped T (whole seconds, cut down) covers an interval that ends between T and T + 1.
-    inside = written[(stamps - interval >= span[0]) & (stamps + 1 <= span[1])].sum()
-    touching = written[(stamps + 1 > span[0]) & (stamps - interval < span[1])].sum()
-    print(f"{trial_dir.name}: {nvme} says {counted['written_bytes'] / 2**20:.1f} MiB written, iostat "
-          f"{inside / 2**20:.1f}-{touching / 2**20:.1f} MiB over the same span")
-    assert inside * 0.95 - 512_000 <= counted["written_bytes"] <= touching * 1.05 + 512_000, (counted, inside, touching)
+        yield Layouts(base, host, members=SERIALS[:4], spare=SERIALS[4])
 
 
 def refused(done, line: str) -> None:
@@ -417,7 +323,7 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_reads_several_times_the_disk_
     # wrote the files through the cache in whole blocks (dm-cache promotes those while it has room):
     # warm. Known answer: the disk alone reads HDD_IOPS; the cache at least 3 × that, "differs" with
     # the right sign, and it answers at least 80 % of the reads. (Reads cost the TCG guest little CPU,
-    # so this holds beside the other lane, where OLTP's did not: the long test after this one.)
+    # so this holds beside the other lane, where OLTP's did not: test_vm_cache_oltp.py.)
     vm.measure("cache-fileio", inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
                repeats=REPEATS_CACHE)
     run = vm.results / "cache-fileio"
@@ -445,85 +351,29 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_reads_several_times_the_disk_
     assert vm.leftovers() == ""
 
 
-# Long (make test-long): seed 000's own figure, OLTP. Under TCG the cache's side is bound by the
-# guest's CPU, not the flash, and `make test` runs this guest beside the local tests
-# (tests/e2e/lanes.sh). There a CI-like run read a 100-IOPS disk alone at 3.96, 3.0 and 2.0 tps and
-# the cache at 5.96, 7.07 and 4.12 (at 150 IOPS, with fewer tests beside it: 4.0 against 7-14), where
-# alone it read 3.5-4.0 against 22.5-23.5: this known answer holds on a quiet machine only; the
-# fileio one above holds beside the other lane. This one also checks the NVMe's own count against
-# iostat's in every cache trial, and the three levels of bytes per transaction.
-@pytest.mark.long
-def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
-    # Seed 000: a flash cache in front of a slow disk, the working set beyond the buffer pool but
-    # within the cache. The backing device is a disk held to HDD_IOPS, the cache device the
-    # unthrottled NVMe; OLTP reads what the 16M pool cannot hold (2 × 50 000 rows, about 25 MB) and
-    # commits with fsync. Known answer: the cache at least 3 × the disk alone, "differs", and the
-    # cache answers at least 80 % of the reads (the load wrote the dataset through it: warm).
-    vm.measure("cache", inventory=vm.backing_and_flash, layouts=["lvm-backing-only", "lvm-cache-writeback"],
-               workloads=["oltp"], bp_sizes=["16M"], threads=[4], warmup=3, duration=12,
-               oltp_tables=2, oltp_table_size=50000,
-               # Three trials a side: with two, one side's spread (26 and 42 tps in a CI run) left
-               # Welch's t a single degree of freedom and an interval of 0.01-4 around 0.23.
-               repeats=REPEATS_CACHE,
-               # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
-               mycnf_overrides={"innodb_log_file_size": "48M"})
-    run = vm.results / "cache"
-    tps, kernel = {}, {}
-    for name in ("lvm-backing-only", "lvm-cache-writeback"):
-        cells = sorted(run.glob(f"vm/{name}-m2/xfs/oltp/A/bp-16M/t4/r[0-9]/trial.json"))
-        trials = [json.loads(cell.read_text()) for cell in cells]
-        assert len(trials) == REPEATS_CACHE and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
-        tps[name] = [t["summary"]["throughput_median"] for t in trials]
-        read_back = trials[0]["device"]["layout"]["read_back"]
-        kernel[name] = read_back
-        assert sorted(m["serial"] for m in read_back["members"]) == (
-            [HDD_SERIAL] if name == "lvm-backing-only" else sorted([HDD_SERIAL, CACHE_SERIAL]))
-        assert trials[0]["device"]["mkfs_options"] == ""  # no stripe to align to
-        for cell, trial in zip(cells, trials):
-            disks = {disk["device"]: disk for disk in trial["flash"]["disks"]}
-            backing_disk = next(f"/dev/{m['name']}" for m in read_back["members"] if m["serial"] == HDD_SERIAL)
-            # A virtio disk has no SMART: no figure, and why, never a 0.
-            assert set(disks[backing_disk]) == {"device", "unsupported"}, disks
-            if name == "lvm-backing-only":
-                assert read_back["target"] == "linear" and not (cell.parent / "cache.log").exists()
-                assert "cache" not in trial
-                continue
-            flash_counted(cell.parent, trial, disks, next(m["name"] for m in read_back["members"]
-                                                           if m["serial"] == CACHE_SERIAL))
-            # The cache the kernel made: dm-cache, writeback, 64 KiB blocks, the member in front
-            # of the flash; its counters each second, and over the measured window.
-            assert (read_back["target"], read_back["cache_mode"], read_back["chunk_kib"]) == ("cache", "writeback", 64)
-            names = {m["serial"]: m["name"] for m in read_back["members"]}
-            assert (read_back["backing_members"], read_back["cache_members"]) == ([names[HDD_SERIAL]], [names[CACHE_SERIAL]])
-            summary = trial["cache"]
-            print(f"{cell.parent.name}: read hit ratio {summary['read_hit_ratio']:.3f} "
-                  f"(halves {summary['read_hit_ratio_halves']}), write hit ratio {summary['write_hit_ratio']}, "
-                  f"dirty at end {summary['dirty_bytes_end']} bytes; policy {read_back['policy']}")
-            assert summary["mode"] == "writeback" and summary["read_hit_ratio"] >= 0.8, summary
-            # Warm: the cache holds what the load and this trial's restore of the datadir wrote through it.
-            assert trial["cache_start"]["state"] == "warm" and trial["cache_start"]["made_s"] is None
-            assert trial["cache_start"]["counters"]["used_blocks"] > 0, trial["cache_start"]
-            assert summary["at_end"]["read_hits"] > summary["at_measure_start"]["read_hits"]
-            assert len((cell.parent / "cache.log").read_text().splitlines()) >= 15
-    print("OLTP tps, backing only and with a writeback cache:", tps)
-    # The issue's figure, medians: under TCG a trial's throughput moves by a third from one to the next.
-    assert statistics.median(tps["lvm-cache-writeback"]) >= 3 * statistics.median(tps["lvm-backing-only"]), tps
-    # The report: the layouts side by side, the ratio with its verdict, the cache's own figures.
-    rows = pd.read_csv(run / "tables" / "layout_compare.csv").to_dict("records")
-    [pair] = [r for r in rows if (r["layout_a"], r["layout_b"]) == ("lvm-backing-only", "lvm-cache-writeback")]
-    print("backing only / writeback cache:", pair["ratio"], pair["ci_low"], pair["ci_high"], pair["verdict"])
-    # Three trials a side: Welch's t has two to four degrees of freedom, so the interval is wide; its
-    # sign is the known answer, its size the ratio's.
-    assert pair["verdict"] == "differs" and pair["ratio"] <= 1 / 3 and pair["ci_high"] < 1, pair
-    flash = pd.read_csv(run / "tables" / "bytes_to_flash.csv")
-    print("bytes per transaction, InnoDB / block layer / flash:",
-          flash[["innodb_bytes_per_trx", "device_bytes_per_trx", "flash_bytes_per_trx"]].round().values.tolist())
-    assert len(flash) == REPEATS_CACHE and (flash["flash_bytes_per_trx"] > 0).all(), flash
-    table = pd.read_csv(run / "tables" / "cache_layouts.csv").set_index("layout")
-    assert table.loc["lvm-cache-writeback", "cache_read_hit_ratio"] >= 0.8
-    assert pd.isna(table.loc["lvm-backing-only", "cache_read_hit_ratio"])
-    assert "Flash cache: median throughput" in (run / "report.html").read_text()
-    assert len(list((run / "plots").glob("cache_*.png"))) == 1
+def test_the_disk_alone_twice_is_no_different(vm):
+    # The A/A beside the known answer above (issue #31): the disk alone, as in cache-fileio, in two
+    # more runs. Each run builds the layout anew and moves as a whole, so two runs are judged only
+    # with the layout's noise floor (`innomatrix noise`), here from those three runs (two degrees of
+    # freedom); by it the two new runs must show no difference. (Within one run the two layouts are
+    # passes of their own and the table says a pass's drift is not in their interval; the same layout
+    # twice in a run is one cell.)
+    runs = [vm.results / "cache-fileio"]
+    for run_name in ("backing-again", "backing-third"):
+        vm.measure(run_name, inventory=vm.backing_and_flash, layouts=["lvm-backing-only"], repeats=REPEATS_CACHE)
+        runs.append(vm.results / run_name)
+    recorded = innomatrix("noise", *map(str, runs))
+    print(recorded)
+    # cache-fileio's writeback cache ran in one run only: no floor of its own, and the line says so.
+    [floor] = json.loads((runs[1] / "vm" / "host.json").read_text())["noise_floors"]
+    assert (floor["layout"], floor["workload"], floor["df"]) == ("lvm-backing-only", "fileio", 2), floor
+    printed = innomatrix("compare", str(runs[1]), str(runs[2]))
+    rows = pd.read_csv(runs[1] / f"compare-{runs[2].name}" / "compare.csv").to_dict("records")
+    [row] = rows
+    print(f"A/A, the disk alone in two runs: {row['a_median']:.3f} ÷ {row['b_median']:.3f} {row['unit']} = {row['ratio']:.4f} "
+          f"({row['ci_low']:.4f}–{row['ci_high']:.4f}), {row['verdict']} ({row['interval_from']})")
+    assert (row["layout"], row["verdict"], row["interval_from"]) == (
+        "lvm-backing-only", "no difference", "trials + run drift (host noise floor)"), (row, printed)
     assert vm.leftovers() == ""
 
 
