@@ -3,10 +3,12 @@ disks of the cache alone: the slow disk held to HDD_IOPS and the unthrottled emu
 TCG the cache's side is bound by the guest's CPU, not the flash: beside the local tests a CI-like
 run read a 100-IOPS disk alone at 3.96, 3.0 and 2.0 tps and the cache at 5.96, 7.07 and 4.12 (at
 150 IOPS, with fewer tests beside it: 4.0 against 7-14), where alone it read 3.5-4.0 against
-22.5-23.5. So `make test` runs this module on a quiet machine, after both lanes
-(tests/e2e/lanes.sh); test_vm_layouts.py's fileio form of the same known answer holds beside the
-other lane. This one also checks the NVMe's own count against iostat's in every cache trial, and
-the three levels of bytes per transaction."""
+22.5-23.5 (4.0 against 17.1-22.6 in a CI-like run, alone after both lanes). Marked long (`make
+test-long`): alone after the lanes it costs CI's run some 9 minutes, and in that run its NVMe check
+below failed once (the NVMe counted 126.0 MiB where iostat's seconds added up to 119.3: 5.6 %, not
+the 5 % allowed); test_vm_layouts.py's fileio form of the same known answer runs in `make test`.
+This one also checks the NVMe's own count against iostat's in every cache trial, and the three
+levels of bytes per transaction."""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ def flash_counted(trial_dir: Path, trial: dict, disks: dict, nvme: str) -> None:
 
 
 
+@pytest.mark.long
 def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # Seed 000: a flash cache in front of a slow disk, the working set beyond the buffer pool but
     # within the cache. The backing device is a disk held to HDD_IOPS, the cache device the
