@@ -364,7 +364,7 @@ def test_the_disk_alone_twice_is_no_different(vm):
         runs.append(vm.results / run_name)
     recorded = innomatrix("noise", *map(str, runs))
     print(recorded)
-    # cache-fileio's writeback cache ran in one run only: no floor of its own, and the line says so.
+    # One floor: cache-fileio's writeback cache ran in one run only, too few for a floor of its own.
     [floor] = json.loads((runs[1] / "vm" / "host.json").read_text())["noise_floors"]
     assert (floor["layout"], floor["workload"], floor["df"]) == ("lvm-backing-only", "fileio", 2), floor
     printed = innomatrix("compare", str(runs[1]), str(runs[2]))
