@@ -394,6 +394,22 @@ def test_a_layout_gets_its_own_floor_over_its_members_and_it_judges_that_layout_
         assert row["verdict"] == verdict and row["ratio"] == pytest.approx(2, rel=0.1), (a, b, row)
 
 
+def test_a_layout_in_one_run_only_gets_no_floor_and_noise_says_why(tmp_path):
+    # test_vm_layouts.py's A/A: the run with the disk alone and the writeback cache, then two more
+    # of the disk alone. The disk gets its floor; the cache, in one run only, none, and a line says so.
+    results = tmp_path / "results"
+    runs = noise_runs(results, "aa", 3, run_to_run=0.01, **BACKING)
+    repeated_run(runs[0], 3000.0, repeats=3, seed=40, layout="lvm-cache-writeback", members=MEMBERS)
+    recorded = report.noise(*runs, now=NOW)
+    assert [found.layout for found in recorded.floors] == ["lvm-backing-only"]
+    [line] = [line for line in recorded.lines if line.startswith("no floor for ")]
+    assert line == (f"no floor for db1: oltp on {SERVER} (lvm-cache-writeback): ok in 1 run(s), at most 3 trials of "
+                    "one configuration; a floor needs 3 ok trials of one configuration in two or more runs"), line
+    assert recorded.lines[-1].startswith("Runs beside these")
+    # Runs of one layout with enough of everything: no such line.
+    assert not [line for line in report.noise(*runs[1:], now=NOW).lines if line.startswith("no floor")]
+
+
 def test_an_unchanged_layout_compared_across_runs_by_its_floor_is_mostly_no_difference(tmp_path):
     results = tmp_path / "results"
     report.noise(*noise_runs(results, "aa", 3, run_to_run=0.03, seed=5, **BACKING), now=NOW)

@@ -230,7 +230,7 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
     cells = pd.concat([tables.closed_loop(stats.cells(load(run, say), thresholds)).assign(run=run.name)
                        for run in runs], ignore_index=True)
     try:
-        floors = noise_floors.measure(runs, cells, now or dt.datetime.now(dt.timezone.utc))
+        floors, unmeasured = noise_floors.measure(runs, cells, now or dt.datetime.now(dt.timezone.utc))
         recorded = Recorded(floors)
         for floor in floors:
             measured_on = noise_floors.configurations(cells, floor)
@@ -252,6 +252,9 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
                     f" (replacing the floor measured {replaced.get('measured')})" if isinstance(replaced, dict) else ""))
     except (noise_floors.NoiseError, OSError, ValueError) as exc:
         raise ReportError(str(exc)) from None
+    # What got no floor, beside what did: a user who passed runs of two layouts learns why one has none.
+    recorded.lines += [f"no floor for {entry}; a floor needs {noise_floors.MIN_TRIALS} ok trials of one configuration "
+                       "in two or more runs" for entry in unmeasured]
     recorded.lines.append("Runs beside these in the same results directory, on the same host and device, now judge "
                           "configurations with 1 trial a side against it.")
     return recorded

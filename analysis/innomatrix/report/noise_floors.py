@@ -66,12 +66,13 @@ def device_of(run: Path, host: str, layout_name: str = stats.PLAIN) -> str:
     return identity
 
 
-def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[stats.HostFloor]:
+def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> tuple[list[stats.HostFloor], list[str]]:
     """Each host's floors from the ok trials of `runs` (`cells`: their cells tables together, with
     the run of each in `run`), one per workload and server it ran: each configuration's trials
     pooled across the runs, configurations with 2 or more trials pooled, at least one of them with
-    MIN_TRIALS, in two runs or more, all on one device."""
-    floors = []
+    MIN_TRIALS, in two runs or more, all on one device. Also what a host that got a floor ran too
+    little of for another (`db1: oltp on mariadb 10.11 (lvm-cache-writeback): ok in 1 run(s), …`)."""
+    floors, unmeasured = [], []
     names = "+".join(run.name for run in runs)
     by_name = {run.name: run for run in runs}
     for host in sorted(str(h) for h in cells["host"].unique()):
@@ -98,7 +99,8 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
                 runs_here = sorted(set(measured.loc[measured["status"] == "ok", "run"]))
                 if len(runs_here) < 2 or _most_trials(measured) < MIN_TRIALS:
                     # what it ran too little of gets no floor; the lines say which it got
-                    lacking.append(f"{workload} on {server}{_on(layout_name)}: ok in {len(runs_here)} run(s), at most "
+                    ran = workload if server == stats.NOT_APPLICABLE else f"{workload} on {server}"  # fileio: no server
+                    lacking.append(f"{ran}{_on(layout_name)}: ok in {len(runs_here)} run(s), at most "
                                    f"{_most_trials(measured)} trials of one configuration")
                     continue
                 sd_log, _, _, trials = stats.pooled_spread(measured)
@@ -110,7 +112,8 @@ def measure(runs: list[Path], cells: pd.DataFrame, now: dt.datetime) -> list[sta
             raise NoiseError(f"{names}: {host} has no workload and server with {MIN_TRIALS} ok trials of one "
                              f"configuration in two or more runs ({'; '.join(lacking)}); run one configuration "
                              "with repeats=3 or more in two or more runs, then innomatrix noise on all of them")
-    return floors
+        unmeasured += [f"{host}: {entry}" for entry in lacking]
+    return floors, unmeasured
 
 
 def _storage(layout_name: str) -> str:
