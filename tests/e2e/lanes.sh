@@ -2,7 +2,8 @@
 # `make test`'s end-to-end tests and Molecule: two lanes at once, then the known answers that need a
 # quiet machine, alone. CI gives 90 minutes on two cores, and one after another they took well over
 # that. Lane 1 runs the tests on localhost and in podman containers, then every Molecule scenario
-# (they wait on podman and apt more than on the CPU); lane 2 the VM guest
+# (1115 s beside the VM in a CI-like run, 794 s alone; the lanes came out at 2989 and 3011 s, where
+# Molecule after the VM tests in lane 2 left lane 1 idle for some 1100 s); lane 2 the VM guest
 # (tests/e2e/test_vm_layouts.py: QEMU under TCG, which keeps about one core busy, mostly emulating
 # the Python of Ansible's tasks; its NVMe device is read and written with O_DIRECT on this machine's
 # disk), then MySQL 9.7's module and the container hosts' own checks.
