@@ -56,7 +56,6 @@ def flash_counted(trial_dir: Path, trial: dict, disks: dict, nvme: str) -> None:
     assert inside * 0.95 - 512_000 <= counted["written_bytes"] <= touching * 1.05 + 512_000, (counted, inside, touching)
 
 
-
 @pytest.mark.long
 def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # Seed 000: a flash cache in front of a slow disk, the working set beyond the buffer pool but
@@ -73,14 +72,13 @@ def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
                # A 1 GiB member holds the pristine copy and the datadir: a small redo log leaves room.
                mycnf_overrides={"innodb_log_file_size": "48M"})
     run = vm.results / "cache"
-    tps, kernel = {}, {}
+    tps = {}
     for name in ("lvm-backing-only", "lvm-cache-writeback"):
         cells = sorted(run.glob(f"vm/{name}-m2/xfs/oltp/A/bp-16M/t4/r[0-9]/trial.json"))
         trials = [json.loads(cell.read_text()) for cell in cells]
         assert len(trials) == REPEATS_CACHE and {t["status"] for t in trials} == {"ok"}, [t["reasons"] for t in trials]
         tps[name] = [t["summary"]["throughput_median"] for t in trials]
         read_back = trials[0]["device"]["layout"]["read_back"]
-        kernel[name] = read_back
         assert sorted(m["serial"] for m in read_back["members"]) == (
             [HDD_SERIAL] if name == "lvm-backing-only" else sorted([HDD_SERIAL, CACHE_SERIAL]))
         assert trials[0]["device"]["mkfs_options"] == ""  # no stripe to align to
