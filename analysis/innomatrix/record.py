@@ -217,9 +217,11 @@ FLASH_BYTES = (0, 10 ** 15)
 def _flash(fields: Fields) -> dict[str, Any]:
     """What the disks' own counters (NVMe data units, innomatrix_host.smart.data_units_span) say the
     trial's driver wrote to them: the bytes summed over the disks that could say, their names, and
-    why each other disk could not. A trial.json from before these were read has none of them."""
+    why each other disk could not; beside them what the kernel sent those disks over the same span
+    (`sent_bytes`, smart.kernel_span), None unless it is known for every one of them. A trial.json
+    from before these were read has none of them."""
     if fields.raw("flash") is None:
-        return {"flash_written_bytes": None, "flash_disks": "", "flash_unread": ""}
+        return {"flash_written_bytes": None, "flash_sent_bytes": None, "flash_disks": "", "flash_unread": ""}
     disks = fields.raw("flash.disks")
     if not isinstance(disks, list):
         raise fields.fail(f"flash.disks is {_show(disks)}, not a list")
@@ -227,7 +229,7 @@ def _flash(fields: Fields) -> dict[str, Any]:
     if None in span or span[0] > span[1]:
         raise fields.fail(f"flash.from and flash.to are {_show(fields.raw('flash.from'))} and "
                           f"{_show(fields.raw('flash.to'))}, not a span of time in order")
-    written, counted, unread, serials = 0, [], [], {}
+    written, sent, counted, unread, serials = 0, 0, [], [], {}
     for at in range(len(disks)):
         name = " ".join((fields.text(f"flash.disks.{at}.device") or "?").split())[:80]
         reason = fields.text(f"flash.disks.{at}.unsupported")
@@ -239,6 +241,10 @@ def _flash(fields: Fields) -> dict[str, Any]:
         count = fields.integer(f"flash.disks.{at}.written_bytes", *FLASH_BYTES)
         if count is None:
             raise fields.fail(f"flash.disks.{at} has neither written_bytes nor a reason it has none")
+        # The namespaces of one controller, below, each add what the kernel sent them: the
+        # controller's one count is of them all.
+        disk_sent = fields.integer(f"flash.disks.{at}.sent_bytes", *FLASH_BYTES)
+        sent = None if sent is None or disk_sent is None else sent + disk_sent
         serial = fields.text(f"flash.disks.{at}.serial")
         if serial and serial in serials:
             # Namespaces of one controller: its SMART log counts them all, once.
@@ -247,8 +253,9 @@ def _flash(fields: Fields) -> dict[str, Any]:
         serials[serial or name] = name
         written += count
         counted.append(name)
-    return {"flash_written_bytes": float(written) if counted else None, "flash_disks": ", ".join(counted),
-            "flash_unread": "; ".join(unread)}
+    return {"flash_written_bytes": float(written) if counted else None,
+            "flash_sent_bytes": float(sent) if counted and sent is not None else None,
+            "flash_disks": ", ".join(counted), "flash_unread": "; ".join(unread)}
 
 
 # The most blocks a cache may say it holds: 2^40 of dm-cache's smallest, 32 KiB, are 32 PiB of flash.

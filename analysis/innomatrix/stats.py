@@ -452,14 +452,17 @@ def cache_figures(rows: pd.DataFrame | None) -> dict[str, float]:
 def flash_figures(meta: pd.Series, whole: pd.DataFrame | None) -> dict[str, Any]:
     """What the disks' own counters (NVMe SMART data units) say the driver's whole run wrote to them,
     per transaction of that run, warmup included (the counters are read just before the driver
-    starts and just after it ends); NaN, with `flash_unread` saying why, where no disk could say
+    starts and just after it ends), and what the kernel sent those disks over the same span (NaN
+    where unknown); NaN, with `flash_unread` saying why, where no disk could say
     (a loop device, a virtio disk) or the run counted no transactions (fileio)."""
-    written = meta.get("flash_written_bytes")
-    found = {"flash_mib_written": float("nan"), "flash_bytes_per_trx": float("nan"),
+    written, sent = meta.get("flash_written_bytes"), meta.get("flash_sent_bytes")
+    found = {"flash_mib_written": float("nan"), "flash_mib_sent": float("nan"), "flash_bytes_per_trx": float("nan"),
              "flash_disks": meta.get("flash_disks") or "", "flash_unread": meta.get("flash_unread") or ""}
     if written is None or pd.isna(written):
         return found
     found["flash_mib_written"] = float(written) / 2 ** 20
+    if sent is not None and not pd.isna(sent):
+        found["flash_mib_sent"] = float(sent) / 2 ** 20
     values = whole["value"].to_numpy(dtype=np.float64) if whole is not None else np.array([])
     values = values[~np.isnan(values)]
     ri = float(meta["report_interval_s"])

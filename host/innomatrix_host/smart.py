@@ -351,6 +351,35 @@ def snapshot(
     }
 
 
+# The kernel counts a disk's I/O in 512-byte sectors whatever the disk's own block size
+# (Documentation/block/stat.rst); the seventh field of its stat file is the sectors written.
+KERNEL_SECTOR_BYTES = 512
+SECTORS_WRITTEN_FIELD = 6
+
+
+def kernel_written_bytes(device: str, sys_class_block: str = "/sys/class/block") -> int | None:
+    """What the kernel's block layer has written to a disk since boot, in bytes (its stat file),
+    or None where it cannot be read. Read beside the disk's own count (data_units_span) over the
+    same span, it says whether the disk counted what it was sent: a unit misread, or a device
+    that counts its own writes beside the host's, shows as a difference."""
+    name = os.path.basename(os.path.realpath(device))
+    try:
+        with open(os.path.join(sys_class_block, name, "stat"), encoding="ascii") as stat:
+            fields = stat.read().split()
+        return int(fields[SECTORS_WRITTEN_FIELD]) * KERNEL_SECTOR_BYTES
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kernel_span(before: int | None, after: int | None) -> dict[str, int]:
+    """data_units_span's companion: `sent_bytes`, what the kernel wrote to the disk between two
+    kernel_written_bytes() readings, or nothing where either is unknown or the count fell (the
+    disk went away and came back under the name)."""
+    if before is None or after is None or after < before:
+        return {}
+    return {"sent_bytes": after - before}
+
+
 def data_units_span(device: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """What a device's own counters say the host sent it between two snapshot()s: NVMe data
     units written and read, in bytes (`written_bytes`, `read_bytes`, each good to one unit), or

@@ -67,7 +67,8 @@ from ansible.module_utils.innomatrix_host.runtime import (
     fileio_argv, iso, publish, restore, run, server_tmpdir, spawn, staging, sysbench_argv, tail, utcnow, write_cnf,
     write_driver_config, write_json,
 )
-from ansible.module_utils.innomatrix_host.smart import data_units_span, snapshot, snapshot_delta
+from ansible.module_utils.innomatrix_host.smart import (data_units_span, kernel_span, kernel_written_bytes,
+                                                      snapshot, snapshot_delta)
 from ansible.module_utils.innomatrix_host.steady import Rules, Watcher
 from ansible.module_utils.innomatrix_host.sysbench import (
     INCOMPLETE_LOG, QUEUE_FULL, measured_stalls, parse_interval, parse_output, rate_figures, summarize,
@@ -213,24 +214,30 @@ def throughput_of(line: str, cell: dict) -> tuple[float, float] | None:
 class DiskCounters:
     """Each disk's own counters of what the host sent it (NVMe data units), read just before the
     driver starts and just after it ends: trial.json's `flash`, the span's times and, per disk,
-    smart.data_units_span (bytes written and read, or why the disk cannot say). The report divides
-    them by the transactions of the driver's whole run, warmup included: SMART counts in 512 000
-    byte units and is read in a fraction of a second, not at the warmup's end."""
+    smart.data_units_span (bytes written and read, or why the disk cannot say) and, read at the same
+    moments, what the kernel sent it (smart.kernel_span: the check on the disk's count). The report
+    divides them by the transactions of the driver's whole run, warmup included: SMART counts in
+    512 000 byte units and is read in a fraction of a second, not at the warmup's end."""
 
     def __init__(self, device: dict):
         self.disks = [disk for disk in smart_devices(device) if disk]
-        self.before: dict[str, dict] = {}
+        self.before: dict[str, tuple[dict, int | None]] = {}
         self.started = ""
 
     def read_before(self) -> None:
         self.started = iso(utcnow())
-        self.before = {disk: snapshot(disk) for disk in self.disks}
+        self.before = {disk: (snapshot(disk), kernel_written_bytes(disk)) for disk in self.disks}
+
+    def _span(self, disk: str) -> dict:
+        smart_before, sent_before = self.before[disk]
+        smart_after, sent_after = snapshot(disk), kernel_written_bytes(disk)
+        return {**data_units_span(disk, smart_before, smart_after), **kernel_span(sent_before, sent_after)}
 
     def record(self, trial: dict) -> None:
         if not self.before:
             return  # the driver never started
         try:
-            spans = [data_units_span(disk, self.before[disk], snapshot(disk)) for disk in self.disks]
+            spans = [self._span(disk) for disk in self.disks]
         except Exception as exc:  # it runs in measure()'s finally: the server must still be stopped
             spans = [{"device": disk, "unsupported": f"SMART not read: {' '.join(str(exc).split())[:200]}"}
                      for disk in self.disks]

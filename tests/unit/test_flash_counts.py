@@ -17,6 +17,7 @@ from synth import Trial, steady, write_trial
 from trial_module import trial_module
 
 WRITTEN = 300 * 512_000  # 300 data units
+SENT = WRITTEN - 100_000  # what the kernel sent the NVMe: the disk rounds its count up to a unit
 LOOP_REASON = "/dev/vdb: Unable to detect device type"
 
 
@@ -37,8 +38,9 @@ def with_flash(directory: Path, flash: object) -> None:
 
 def flash_of(written: object = WRITTEN) -> dict:
     return {"from": "2026-11-22T02:43:50.500Z", "to": "2026-11-22T02:44:21.000Z",
-            "disks": [{"device": "/dev/vdb", "unsupported": LOOP_REASON},
-                      {"device": "/dev/nvme0n1", "written_bytes": written, "read_bytes": 0, "unit_bytes": 512_000}]}
+            "disks": [{"device": "/dev/vdb", "unsupported": LOOP_REASON, "sent_bytes": 4096},
+                      {"device": "/dev/nvme0n1", "written_bytes": written, "read_bytes": 0, "unit_bytes": 512_000,
+                       "sent_bytes": SENT}]}
 
 
 def flash_run(run: Path) -> Path:
@@ -55,11 +57,14 @@ def test_flash_bytes_are_per_transaction_of_the_whole_run_and_never_a_zero_where
     # 30 intervals of 40 tps, warmup included: 1 200 transactions; the unsupported disk adds nothing.
     assert counted["flash_bytes_per_trx"] == pytest.approx(WRITTEN / 1200)
     assert counted["flash_mib_written"] == pytest.approx(WRITTEN / 2 ** 20)
+    # what the kernel sent the disks that counted (the virtio disk's 4 KiB is not among them)
+    assert counted["flash_mib_sent"] == pytest.approx(SENT / 2 ** 20)
     assert (counted["flash_disks"], counted["flash_unread"]) == ("/dev/nvme0n1", LOOP_REASON)
     assert math.isnan(unread["flash_bytes_per_trx"]) and math.isnan(unread["flash_mib_written"])
     table = tables.bytes_to_flash(cells.reset_index())
     assert table.data["trial"].tolist() == [counted["trial"]]
     assert table.display.iloc[0]["flash (B/trx)"] == f"{WRITTEN / 1200:,.0f}"
+    assert table.display.iloc[0]["kernel sent them (MiB)"] == f"{SENT / 2 ** 20:,.1f}"
     assert any(LOOP_REASON in note for note in table.notes), table.notes
     written = report.report(tmp_path / "run")
     assert "bytes_to_flash.csv" in {path.name for path in written.files}
@@ -87,13 +92,38 @@ def test_the_transactions_are_counted_at_the_trials_report_interval(tmp_path) ->
 def test_namespaces_of_one_controller_are_counted_once(tmp_path) -> None:
     # An NVMe SMART log is the controller's: two of its namespaces as members report one total twice.
     shared = {"written_bytes": WRITTEN, "read_bytes": 0, "unit_bytes": 512_000, "serial": "S1"}
-    flash = {**flash_of(), "disks": [{"device": "/dev/nvme0n1", **shared}, {"device": "/dev/nvme0n2", **shared},
-                                     {"device": "/dev/nvme1n1", **shared, "serial": "S2"}]}
+    flash = {**flash_of(), "disks": [{"device": "/dev/nvme0n1", **shared, "sent_bytes": 2 ** 20},
+                                     {"device": "/dev/nvme0n2", **shared, "sent_bytes": 2 ** 21},
+                                     {"device": "/dev/nvme1n1", **shared, "serial": "S2", "sent_bytes": 2 ** 22}]}
     with_flash(write_trial(tmp_path / "run", Trial(tps=steady(30, 40.0, 0.0))), flash)
     [row] = stats.cells(frame.load(tmp_path / "run")).to_dict("records")
     assert row["flash_mib_written"] == pytest.approx(2 * WRITTEN / 2 ** 20)
+    # the controller's one count is of both its namespaces: what the kernel sent each adds up
+    assert row["flash_mib_sent"] == pytest.approx(7)
     assert row["flash_disks"] == "/dev/nvme0n1, /dev/nvme1n1"
     assert row["flash_unread"] == "/dev/nvme0n2: counted with /dev/nvme0n1 (one controller, serial S1)"
+
+
+def test_a_disk_without_the_kernels_count_leaves_the_sum_unknown_never_short(tmp_path) -> None:
+    flash = flash_of()
+    flash["disks"].append({"device": "/dev/nvme1n1", "written_bytes": WRITTEN, "read_bytes": 0, "unit_bytes": 512_000})
+    with_flash(write_trial(tmp_path / "run", Trial(tps=steady(30, 40.0, 0.0))), flash)
+    [row] = stats.cells(frame.load(tmp_path / "run")).to_dict("records")
+    assert row["flash_mib_written"] == pytest.approx(2 * WRITTEN / 2 ** 20) and math.isnan(row["flash_mib_sent"])
+
+
+def test_each_disk_is_read_by_its_own_count_and_the_kernels_at_the_same_moments(monkeypatch) -> None:
+    # Stand-ins for the two readings (a real NVMe is the VM's; the kernel's on a loop device is test_smart's).
+    smart_units, kernel_bytes = iter([1000, 1300]), iter([10 ** 9, 10 ** 9 + SENT])
+    monkeypatch.setattr(trial_module, "snapshot", lambda disk: {"status": "ok", "wear": {
+        "data_units_written_bytes": next(smart_units) * 512_000, "data_units_read_bytes": 0, "serial": "S1"}})
+    monkeypatch.setattr(trial_module, "kernel_written_bytes", lambda disk: next(kernel_bytes))
+    disks = trial_module.DiskCounters({"path": "/dev/nvme0n1"})
+    disks.read_before()
+    trial: dict = {}
+    disks.record(trial)
+    assert trial["flash"]["disks"] == [{"device": "/dev/nvme0n1", "serial": "S1", "written_bytes": WRITTEN,
+                                        "read_bytes": 0, "unit_bytes": 512_000, "sent_bytes": SENT}]
 
 
 def test_a_failed_closing_reading_is_recorded_and_never_raises(monkeypatch) -> None:
@@ -117,6 +147,8 @@ def test_a_failed_closing_reading_is_recorded_and_never_raises(monkeypatch) -> N
     ({"from": "2026-11-22T02:43:50.500Z"}, r"flash\.disks is None, not a list"),
     (flash_of(10 ** 400), r"flash\.disks\.1\.written_bytes is 1000000000000000000000000000000000000\.\.\., outside 0–1e\+15"),
     (flash_of(1.5), r"flash\.disks\.1\.written_bytes is 1\.5, not a whole number"),
+    ({**flash_of(), "disks": [{"device": "/dev/nvme0n1", "written_bytes": 0, "sent_bytes": -512}]},
+     r"flash\.disks\.0\.sent_bytes is -512, outside 0–1e\+15"),
     (flash_of("300"), r"flash\.disks\.1\.written_bytes is '300', not a number"),
     ({**flash_of(), "disks": "nvme0n1"}, r"flash\.disks is 'nvme0n1', not a list"),
     ({**flash_of(), "to": "2026-11-22T02:43:00.000Z"}, r"flash\.from and flash\.to .* not a span of time in order"),

@@ -477,3 +477,41 @@ def test_data_units_span_whose_counters_fell_or_changed_disk_has_no_figure() -> 
     other = _nvme_units(1200, 50)
     other["wear"] = dict(other["wear"], serial="ANOTHER")
     assert "different devices" in smart.data_units_span("/dev/nvme0n1", _nvme_units(1000, 50), other)["unsupported"]
+
+
+# --- kernel_written_bytes: what the kernel sent a disk, the check on its own count ---------------
+
+
+def test_the_kernel_counts_what_was_written_to_a_real_loop_device(tmp_path: Path) -> None:
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("attaching a loop device needs root and losetup")
+    backing = tmp_path / "sent-loop.img"
+    with backing.open("wb") as image:
+        image.truncate(16 << 20)
+    attach = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False)
+    if attach.returncode != 0:
+        pytest.skip(f"no loop device available: {attach.stderr.strip()}")
+    device = attach.stdout.strip()
+    try:
+        before = smart.kernel_written_bytes(device)
+        subprocess.run(["dd", "if=/dev/zero", f"of={device}", "bs=64K", "count=48", "oflag=direct", "status=none"],
+                       check=True)
+        after = smart.kernel_written_bytes(device)
+    finally:
+        subprocess.run(["losetup", "-d", device], check=True)
+    assert isinstance(before, int) and after == before + 48 * 65536, (before, after)
+    assert smart.kernel_span(before, after) == {"sent_bytes": 48 * 65536}
+
+
+@pytest.mark.parametrize("stat", ["", "1 2 3 4 5 6", "1 2 3 4 5 6 many 8", None])
+def test_a_stat_file_missing_or_garbled_is_no_figure(tmp_path: Path, stat: str | None) -> None:
+    if stat is not None:
+        (tmp_path / "nvme0n1").mkdir()
+        (tmp_path / "nvme0n1" / "stat").write_text(stat)
+    assert smart.kernel_written_bytes("/dev/nvme0n1", sys_class_block=str(tmp_path)) is None
+
+
+def test_a_kernel_span_needs_two_readings_in_order() -> None:
+    assert smart.kernel_span(1024, 5120) == {"sent_bytes": 4096}
+    # unknown at either end, or a count that fell (the disk went and came back): nothing, never 0
+    assert smart.kernel_span(None, 5120) == smart.kernel_span(1024, None) == smart.kernel_span(5120, 1024) == {}

@@ -232,7 +232,7 @@ def bytes_to_flash(cells: pd.DataFrame) -> Table | None:
     if counted.empty:
         return None
     columns = ["trial", "innodb_bytes_per_trx", "device_bytes_per_trx", "flash_bytes_per_trx", "flash_mib_written",
-               "flash_disks", "flash_unread"]
+               "flash_mib_sent", "flash_disks", "flash_unread"]
     data = counted[columns].reset_index(drop=True)
     display = pd.DataFrame({
         "trial": data["trial"],
@@ -240,11 +240,15 @@ def bytes_to_flash(cells: pd.DataFrame) -> Table | None:
         "block layer (B/trx)": [fmt(v, 0) for v in data["device_bytes_per_trx"]],
         "flash (B/trx)": [fmt(v, 0) for v in data["flash_bytes_per_trx"]],
         "flash written (MiB)": [fmt(v, 1) for v in data["flash_mib_written"]],
+        "kernel sent them (MiB)": [fmt(v, 1) for v in data["flash_mib_sent"]],
         "disks counted": data["flash_disks"],
     })
     notes = ["InnoDB and block layer: the measured window; flash: the disks' own counters (NVMe SMART data units "
              "of 512 000 bytes) read just before the driver started and just after it ended, so the whole run, "
-             "warmup included. On a layout, the sum over the members that could say."]
+             "warmup included. On a layout, the sum over the members that could say.",
+             "Kernel sent them: the sectors the kernel wrote to those same disks over the same span (their "
+             "/sys/class/block stat files); the flash's count should match it to a data unit or so. More "
+             "written than sent is the disk's own doing, or its counters misread."]
     # Every trial's disks that could not say, the trials left out of the table too.
     unread = sorted({reason for text in cells["flash_unread"] for reason in str(text).split("; ") if reason})
     if unread:
@@ -707,7 +711,7 @@ SUMMARY_COLUMNS = (
     "errors_per_s", "errors_per_trx", "reconnects", "cpu_us", "cpu_sy", "cpu_wa", "cpu_id",
     "dev_r_s", "dev_w_s", "dev_read_mb_s", "dev_write_mb_s", "dev_r_await_ms", "dev_w_await_ms", "dev_util_pct",
     "innodb_bytes_per_trx", "device_bytes_per_trx", "write_amplification", "trx_per_s",
-    "flash_bytes_per_trx", "flash_mib_written", "flash_disks", "flash_unread", "cache_start", "cache_blocks_at_start",
+    "flash_bytes_per_trx", "flash_mib_written", "flash_mib_sent", "flash_disks", "flash_unread", "cache_start", "cache_blocks_at_start",
     "dev_reads_per_trx", "dev_kib_read_per_trx", "dev_kib_written_per_trx", "redo_bytes_per_trx", "fsyncs_per_trx",
     "checkpoint_age_max_mib", "ss_first_s", "ss_at_measure_start", "ss_warmup_saveable_s", "flagged", "flags",
 )
