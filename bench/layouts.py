@@ -277,7 +277,8 @@ def cache_table(run_name: str, layouts: list[str]) -> None:
         for _, row in pd.read_csv(tables / "bytes_to_flash.csv").iterrows():
             print(f"  {row['trial']}: InnoDB {row['innodb_bytes_per_trx']:,.0f}  block layer "
                   f"{row['device_bytes_per_trx']:,.0f}  flash {row['flash_bytes_per_trx']:,.0f}  "
-                  f"({row['flash_mib_written']:.1f} MiB to {row['flash_disks']})")
+                  f"({row['flash_mib_written']:.1f} MiB to {row['flash_disks']}; the kernel sent "
+                  f"{row['flash_mib_sent']:.1f} MiB)")
 
 
 def cache_aa() -> None:

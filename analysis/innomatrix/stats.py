@@ -230,7 +230,8 @@ def merged_percentile(histograms: list[list[tuple[float, int]]], percentile: flo
 
 def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float = 0.95,
                  floors: tuple[HostFloor | None, HostFloor | None] | None = None,
-                 across_runs: bool = False) -> Verdict:
+                 across_runs: bool = False,
+                 steps: tuple[np.ndarray | None, np.ndarray | None] | None = None) -> Verdict:
     """A/B from each side's trial medians, with an interval that knows run-to-run variance.
 
     The trials are the independent units: a restart, a restore, the page cache, a neighbour or
@@ -250,6 +251,12 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
       offset (two unchanged runs of the demo moved by 8 %), which their spread cannot show; each
       side adds its floor's variance once, for its run. Without both floors the interval of the
       trials is given, and no verdict.
+    `steps` (each trial's throughput_step, aligned with its medians) add what the trials' own
+    figures cannot show either: a median moves in whole steps (one transaction in an interval), so
+    where the rate is a few steps a second, trials and floors alike read the same step over and
+    over and their spread is near nothing, while the next trial may read one step more. Each trial
+    adds half its step (relative to its median: a median that flips between two steps spreads by
+    half a step) as a known variance, of infinite degrees of freedom.
     Variance parts with their degrees of freedom combine by Welch-Satterthwaite; one floor that
     serves several parts is one estimate, counted once with its own degrees of freedom.
     """
@@ -274,6 +281,11 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
         for _, floor in sides:
             parts.setdefault(floor, [0.0, float(floor.df)])[0] += floor.sd_log ** 2
         source = FROM_DRIFT
+    for index, (logs, side_steps) in enumerate(zip((a, b), steps or (None, None))):
+        if side_steps is not None:
+            relative = 0.5 * np.asarray(side_steps, dtype=np.float64) / np.exp(logs)
+            if relative.size == logs.size and np.isfinite(relative).all():
+                parts[("steps", index)] = [float((relative ** 2).sum()) / logs.size ** 2, math.inf]
     variance, df = combined(parts.values())
     if variance == 0:
         # Every trial gave the same median: that says nothing about the next one.
@@ -288,12 +300,14 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
 def combined(parts: Iterable[Sequence[float]]) -> tuple[float, float]:
     """The sum of independent variance estimates, each given with its degrees of freedom, and the
     degrees of freedom of the sum by Welch-Satterthwaite (NaN for a sum of nothing but zeros).
-    One estimate that serves several terms is one part: add its terms before, count it once."""
+    One estimate that serves several terms is one part: add its terms before, count it once. A
+    part known exactly (a median's step) has infinite degrees of freedom."""
     parts = [(float(value), float(degrees)) for value, degrees in parts]
     variance = sum(value for value, _ in parts)
     if variance == 0:
         return 0.0, float("nan")
-    return variance, variance ** 2 / sum(value ** 2 / degrees for value, degrees in parts if value > 0)
+    estimated = sum(value ** 2 / degrees for value, degrees in parts if value > 0)
+    return variance, variance ** 2 / estimated if estimated > 0 else math.inf
 
 
 @dataclass(frozen=True)
@@ -491,6 +505,26 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if values.size else float("nan")
 
 
+# The last digit the drivers print an interval's rate to (sysbench: 2 decimals).
+PRINTED_STEP = 0.01
+
+
+def throughput_step(unit: object, report_interval_s: float, block_bytes: float) -> float:
+    """The smallest step a trial's median throughput moves by: one transaction in a report interval
+    (sysbench OLTP), one New-Order (tpcc-mysql's tpmC), one block (fileio's MiB/s), or the printed
+    last digit where that is coarser; NaN for a unit it does not know. At 4 tps and 1 s intervals
+    a step is a quarter of the figure."""
+    if unit == "tps":
+        per_interval = 1.0
+    elif unit == "tpmC":
+        per_interval = 60.0
+    elif unit == "MiB/s":
+        per_interval = float(block_bytes) / 2 ** 20
+    else:
+        return float("nan")
+    return max(per_interval / float(report_interval_s), PRINTED_STEP)
+
+
 def transactions_per_s(unit: object, tps: Any, throughput: Any) -> Any:
     """The transactions a second a cost is per (a trial's means, or an interval's figures): sysbench
     OLTP's tps; tpcc-mysql's New-Orders (tpmC ÷ 60, each carrying its share of the other transaction
@@ -545,6 +579,7 @@ def cell_row(trial: str, meta: pd.Series, rows: pd.DataFrame | None, whole: pd.D
         "ended_by": meta.get("ended_by", "fixed"),
         "planned_s": meta.get("planned_s", float("nan")),
         "throughput_median": _figure(figures["throughput_median"]),
+        "throughput_step": throughput_step(meta["throughput_unit"], ri, meta["block_bytes"]),
         "throughput_mean": _mean(tput),
         "throughput_std": float(np.std(tput, ddof=1)) if n > 1 else float("nan"),
         "throughput_cov": cov(tput),
@@ -714,7 +749,8 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
         a_medians, a_info = trials_a.get(key, (np.array([]), {}))
         b_medians, b_info = trials_b.get(key, (np.array([]), {}))
         floors = (_side_floor(floors_a, a_info), _side_floor(floors_b, b_info))
-        verdict = between_runs(a_medians, b_medians, th.confidence, floors, across_runs)
+        verdict = between_runs(a_medians, b_medians, th.confidence, floors, across_runs,
+                               steps=(a_info.get("steps"), b_info.get("steps")))
         row.update({
             "a_median": _median(a_medians) if in_a else float("nan"),
             "b_median": _median(b_medians) if in_b else float("nan"),
@@ -767,7 +803,7 @@ def compare_hosts(cells_table: pd.DataFrame, th: Thresholds = DEFAULTS, floors: 
 
 
 def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[np.ndarray, dict[str, Any]]]:
-    """Each configuration's trial medians, and its flags.
+    """Each configuration's trial medians, and its flags and the medians' steps.
 
     Only trials that finished `ok` count: a failed or invalid trial's figures are not a
     measurement of the configuration (its flags still say it exists).
@@ -775,10 +811,14 @@ def _trial_medians(cells_table: pd.DataFrame, keys: list[str]) -> dict[tuple, tu
     out: dict[tuple, tuple[np.ndarray, dict[str, Any]]] = {}
     for key, group in cells_table.groupby(keys, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        medians = group.loc[group["status"] == "ok", "throughput_median"].to_numpy(dtype=np.float64)
+        ok = group[group["status"] == "ok"]
+        medians = ok["throughput_median"].to_numpy(dtype=np.float64)
+        steps = ok["throughput_step"].to_numpy(dtype=np.float64) if "throughput_step" in ok else None
         flagged = [f"{trial}: {text}" for trial, text in zip(group["trial"], group["flags"]) if text]
-        out[key] = (medians[~np.isnan(medians)],
+        counted = ~np.isnan(medians)
+        out[key] = (medians[counted],
                     {"flags": " | ".join(flagged), "unit": group["unit"].iloc[0],
+                     "steps": steps[counted] if steps is not None else None,
                      "hosts": sorted({str(host) for host in group["host"]}),
                      "layouts": sorted({str(name) for name in group["layout"]}),
                      "workload": str(group["workload"].iloc[0]),

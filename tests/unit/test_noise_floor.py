@@ -437,3 +437,74 @@ def test_a_layout_run_on_other_disks_or_without_its_members_gives_no_floor(tmp_p
     [error] = [line for line in err.splitlines() if ": loaded " not in line]
     assert message in error, err
     assert "noise_floors" not in json.loads((first / "db1" / "host.json").read_text())
+
+
+# --- a median that moves in whole steps -----------------------------------------------------------
+
+def test_a_medians_step_is_one_transaction_block_or_printed_digit_in_an_interval():
+    assert stats.throughput_step("tps", 1, 0) == 1.0 and stats.throughput_step("tps", 10, 0) == 0.1
+    assert stats.throughput_step("tpmC", 10, 0) == 6.0
+    assert stats.throughput_step("MiB/s", 1, 16384) == 1 / 64
+    assert stats.throughput_step("MiB/s", 10, 4096) == stats.PRINTED_STEP  # sysbench prints 2 decimals
+    assert math.isnan(stats.throughput_step("ops", 1, 0))
+
+
+def _quantized_trial_medians(rng: np.random.Generator, rate: float, trials: int, spread: float = 0.08) -> np.ndarray:
+    """Trials at a few transactions a second, as a throttled disk gives them: each trial's rate
+    moves by `spread`, but its median of one-second counts is a whole number of transactions, so
+    the movement shows only when it crosses half a step (the VM's disk alone at 150 IOPS read 13
+    of 15 trial medians at 4.0 and two a step away, 3.0 and 4.98)."""
+    return np.round(rate * np.exp(rng.normal(0, spread, trials)))
+
+
+@pytest.mark.parametrize(("runs", "across_runs"), [(3, True), (3, False), (8, True), (8, False)])
+def test_aa_of_medians_a_few_steps_wide_says_no_difference_about_95_percent_of_the_time(runs, across_runs):
+    # The floor measured from `runs` runs of three such trials is often nothing at all (every median
+    # 4.0: 622 of 2000 floors of three runs) or a fraction of a step. Judged by that floor alone, one
+    # trial a side gets no verdict where the floor is nothing, and where it is a little more than
+    # nothing, over many runs, reads a single step (25 %) as a difference: 145 of 2000 within a run
+    # at eight runs. With the steps: a verdict every time, "differs" in 0.1-0.6 %.
+    rng = np.random.default_rng(31)
+    with_steps, floor_alone = [], []
+    for _ in range(2000):
+        logs = np.log(np.concatenate([_quantized_trial_medians(rng, 4.0, 3) for _ in range(runs)]))
+        measured = floor(sd_log=float(np.std(logs, ddof=1)), df=runs - 1)
+        a, b = _quantized_trial_medians(rng, 4.0, 1), _quantized_trial_medians(rng, 4.0, 1)
+        with_steps.append(stats.between_runs(a, b, floors=(measured, measured), across_runs=across_runs,
+                                             steps=(np.ones(1), np.ones(1))).verdict)
+        floor_alone.append(stats.between_runs(a, b, floors=(measured, measured), across_runs=across_runs).verdict)
+    print(f"A/A at 4 tps, one trial a side, floor of {runs} runs, across runs {across_runs}: differs in "
+          f"{with_steps.count(stats.DIFFERS)} of 2000 with the steps; by the floor alone "
+          f"{floor_alone.count(stats.DIFFERS)}, no verdict {floor_alone.count(stats.NO_SPREAD)}")
+    assert with_steps.count(stats.DIFFERS) / 2000 <= 0.06 and stats.NO_SPREAD not in with_steps
+    # without the steps it would not hold: no verdict for many, or a step read as a difference
+    assert floor_alone.count(stats.NO_SPREAD) / 2000 > 0.03 or floor_alone.count(stats.DIFFERS) / 2000 > 0.06
+
+
+def test_a_known_large_effect_a_few_steps_wide_is_still_found_with_the_right_sign():
+    # The VM's cache against its slow disk: 3 × 4 tps, one trial a side, and three a side.
+    rng = np.random.default_rng(32)
+    for trials in (1, 3):
+        found = 0
+        for _ in range(500):
+            logs = np.log(np.concatenate([_quantized_trial_medians(rng, 4.0, 3) for _ in range(3)]))
+            measured = floor(sd_log=float(np.std(logs, ddof=1)), df=2)
+            fast, slow = _quantized_trial_medians(rng, 12.0, trials), _quantized_trial_medians(rng, 4.0, trials)
+            verdict = stats.between_runs(fast, slow, floors=(measured, measured), across_runs=True,
+                                         steps=(np.ones(trials), np.ones(trials)))
+            assert not (verdict.differs and verdict.high < 1), verdict  # never the wrong sign
+            found += verdict.differs
+        print(f"3x at 4 tps, {trials} trial(s) a side: found in {found} of 500")
+        assert found / 500 >= 0.95, (trials, found)
+
+
+def test_identical_medians_with_their_steps_get_an_interval_and_a_verdict():
+    # Three trials a side of 4.0 tps: no spread of their own, but a median of 4 at 1 s intervals is
+    # good to half a transaction; without steps (a unit with none) nothing can be said.
+    same = np.array([4.0, 4.0, 4.0])
+    assert stats.between_runs(same, same).verdict == stats.NO_SPREAD
+    verdict = stats.between_runs(same, same, steps=(np.ones(3), np.ones(3)))
+    assert verdict.verdict == stats.SAME and verdict.ratio == 1.0
+    half = 1.959964 * math.sqrt(2 * (0.5 / 4) ** 2 / 3)  # the steps are known: infinite degrees of freedom
+    assert math.log(verdict.high) == pytest.approx(half, rel=1e-5)
+    assert stats.between_runs(same, same * 1.5, steps=(np.ones(3), np.ones(3))).verdict == stats.DIFFERS

@@ -706,7 +706,7 @@ def fileio_sweep(cells: pd.DataFrame) -> Table | None:
 
 
 SUMMARY_COLUMNS = (
-    "trial", "status", "unit", "throughput_median", "throughput_mean", "throughput_std", "throughput_cov",
+    "trial", "status", "unit", "throughput_median", "throughput_step", "throughput_mean", "throughput_std", "throughput_cov",
     "latency_pct", "latency_ms_median", "intervals_measured", "stall_intervals", "stall_episodes", "stall_causes",
     "errors_per_s", "errors_per_trx", "reconnects", "cpu_us", "cpu_sy", "cpu_wa", "cpu_id",
     "dev_r_s", "dev_w_s", "dev_read_mb_s", "dev_write_mb_s", "dev_r_await_ms", "dev_w_await_ms", "dev_util_pct",
