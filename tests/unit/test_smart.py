@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -413,8 +414,9 @@ def test_real_smartctl_on_a_missing_device() -> None:
     assert "Unable to detect device type" in result["reason"]
 
 
-@needs_smartctl
-def test_real_smartctl_on_a_real_loop_device(tmp_path: Path) -> None:
+@pytest.fixture
+def loop_device(tmp_path: Path) -> Iterator[str]:
+    """A real loop device over a 16 MiB file, detached afterwards."""
     if os.geteuid() != 0 or shutil.which("losetup") is None:
         pytest.skip("attaching a loop device needs root and losetup")
     backing = tmp_path / "smart-loop.img"
@@ -427,9 +429,15 @@ def test_real_smartctl_on_a_real_loop_device(tmp_path: Path) -> None:
         pytest.skip(f"no loop device available: {attach.stderr.strip()}")
     device = attach.stdout.strip()
     try:
-        result = smart.snapshot(device)
+        yield device
     finally:
         subprocess.run(["losetup", "-d", device], check=True)
+
+
+@needs_smartctl
+def test_real_smartctl_on_a_real_loop_device(loop_device: str) -> None:
+    device = loop_device
+    result = smart.snapshot(device)
     assert result == {
         "status": "unsupported",
         "device": device,
@@ -482,23 +490,11 @@ def test_data_units_span_whose_counters_fell_or_changed_disk_has_no_figure() -> 
 # --- kernel_written_bytes: what the kernel sent a disk, the check on its own count ---------------
 
 
-def test_the_kernel_counts_what_was_written_to_a_real_loop_device(tmp_path: Path) -> None:
-    if os.geteuid() != 0 or shutil.which("losetup") is None:
-        pytest.skip("attaching a loop device needs root and losetup")
-    backing = tmp_path / "sent-loop.img"
-    with backing.open("wb") as image:
-        image.truncate(16 << 20)
-    attach = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False)
-    if attach.returncode != 0:
-        pytest.skip(f"no loop device available: {attach.stderr.strip()}")
-    device = attach.stdout.strip()
-    try:
-        before = smart.kernel_written_bytes(device)
-        subprocess.run(["dd", "if=/dev/zero", f"of={device}", "bs=64K", "count=48", "oflag=direct", "status=none"],
-                       check=True)
-        after = smart.kernel_written_bytes(device)
-    finally:
-        subprocess.run(["losetup", "-d", device], check=True)
+def test_the_kernel_counts_what_was_written_to_a_real_loop_device(loop_device: str) -> None:
+    before = smart.kernel_written_bytes(loop_device)
+    subprocess.run(["dd", "if=/dev/zero", f"of={loop_device}", "bs=64K", "count=48", "oflag=direct", "status=none"],
+                   check=True)
+    after = smart.kernel_written_bytes(loop_device)
     assert isinstance(before, int) and after == before + 48 * 65536, (before, after)
     assert smart.kernel_span(before, after) == {"sent_bytes": 48 * 65536}
 
