@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import math
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -236,6 +237,21 @@ def test_noise_records_the_floor_in_each_runs_host_json_and_keeps_every_session(
     assert recorded.lines[0].startswith(f"db1 (oltp, {SERVER}): run-to-run CoV of the trial medians {found.cov:.1%} "
                                         "from 6 trials")
     assert "1 trial a side ±" in recorded.lines[1]
+
+
+def test_noise_of_a_few_transactions_a_second_says_the_step_not_the_floor_sets_what_can_show(tmp_path):
+    # 4 tps at 1 s intervals: a median's step is 25 % of it, the trials' spread a few %.
+    recorded = report.noise(*noise_runs(tmp_path / "slow", "noise", 3, level=4.0, run_to_run=0.02), now=NOW)
+    [line] = [line for line in recorded.lines if "steps of" in line]
+    shown = re.fullmatch(r"  its trial medians move in steps of (\d+\.\d)% of the median .* within ±(\d+\.\d)%", line)
+    assert shown and 24 <= float(shown[1]) <= 26, line  # the medians are near 4, each step 1
+    # identical medians a side, judged by the floor and half a step each: the interval's edge
+    [found] = recorded.floors
+    step = np.array([float(shown[1]) / 100])
+    edge = stats.between_runs(np.ones(1), np.ones(1), floors=(found, found), steps=(step, step)).high - 1
+    assert float(shown[2]) == pytest.approx(edge * 100, abs=0.2) and edge > 0.25
+    # at 1000 tps the step is nothing beside the floor: no such line
+    assert not any("steps of" in line for line in report.noise(*noise_runs(tmp_path / "fast", "noise", 3), now=NOW).lines)
 
 
 def test_a_new_floor_replaces_its_own_kind_only(tmp_path):

@@ -219,10 +219,24 @@ def floors_for(run: Path, hosts: list[str]) -> stats.Floors:
     return floors
 
 
+def _measured_by(cells: pd.DataFrame, floor: stats.HostFloor) -> pd.DataFrame:
+    """The ok cells a floor was measured from."""
+    return cells[(cells["host"].astype(str) == floor.host) & (cells["workload"] == floor.workload)
+                 & (cells["server"] == floor.server) & (cells["status"] == "ok") & (cells["layout"] == floor.layout)]
+
+
+def relative_step(cells: pd.DataFrame, floor: stats.HostFloor) -> float:
+    """The step its trials' medians move in (stats.throughput_step), as a fraction of the median:
+    the median over the floor's trials; NaN where unknown."""
+    ok = _measured_by(cells, floor)
+    if "throughput_step" not in ok or ok.empty:
+        return float("nan")
+    return float((ok["throughput_step"] / ok["throughput_median"]).median())
+
+
 def configurations(cells: pd.DataFrame, floor: stats.HostFloor) -> list[str]:
     """The configurations (filesystem/workload/variant/bp_size/threads) a floor pools."""
-    ok = cells[(cells["host"].astype(str) == floor.host) & (cells["workload"] == floor.workload)
-               & (cells["server"] == floor.server) & (cells["status"] == "ok") & (cells["layout"] == floor.layout)]
+    ok = _measured_by(cells, floor)
     keys = [key for key in stats.MATCH if key not in ("layout", "members")]
     counts = ok.groupby(keys, sort=True)["throughput_median"].count()
     return ["/".join(part for name, value in zip(keys, key) if (part := stats.name_part(name, value)) is not None)
