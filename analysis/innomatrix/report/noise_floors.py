@@ -229,9 +229,10 @@ def relative_step(cells: pd.DataFrame, floor: stats.HostFloor) -> float:
     """The step its trials' medians move in (stats.throughput_step), as a fraction of the median:
     the median over the floor's trials; NaN where unknown."""
     ok = _measured_by(cells, floor)
-    if "throughput_step" not in ok or ok.empty:
+    if "throughput_step" not in ok:
         return float("nan")
-    return float((ok["throughput_step"] / ok["throughput_median"]).median())
+    ok = ok[ok["throughput_median"] > 0]
+    return float((ok["throughput_step"] / ok["throughput_median"]).median()) if len(ok) else float("nan")
 
 
 def configurations(cells: pd.DataFrame, floor: stats.HostFloor) -> list[str]:
