@@ -283,8 +283,10 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
         source = FROM_DRIFT
     for index, (logs, side_steps) in enumerate(zip((a, b), steps or (None, None))):
         if side_steps is not None:
+            if len(side_steps) != logs.size:
+                raise ValueError(f"{len(side_steps)} steps for {logs.size} trial medians")
             relative = 0.5 * np.asarray(side_steps, dtype=np.float64) / np.exp(logs)
-            if relative.size == logs.size and np.isfinite(relative).all():
+            if np.isfinite(relative).all():  # a unit without a known step (NaN) adds nothing
                 parts[("steps", index)] = [float((relative ** 2).sum()) / logs.size ** 2, math.inf]
     variance, df = combined(parts.values())
     if variance == 0:
