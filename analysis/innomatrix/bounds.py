@@ -61,8 +61,17 @@ IOSTAT = {
     **dict.fromkeys(("rareq-sz", "wareq-sz"), Bound(0, 1e7, "kB")),
     "dareq-sz": Bound(0, 1e12, "kB"),                # a discard may span the whole device
     "aqu-sz": Bound(0, 1e7, "requests"),
-    "util": Bound(0, 200, "%"),                      # busy time ÷ wall time, from two clocks: not capped
+    # Busy time ÷ the interval, from two clocks, and sysstat does not cap it: above 100 % is a real
+    # reading (221 % from a dm-cache volume in a TCG guest; a 32-bit busy count that goes back by one
+    # reads as 4.3e8 % over a second), kept as a mark by the iostat parser (`UTIL_SHARE`).
+    "util": Bound(0, 1e10, "%"),
 }
+# The share of the interval a device can have been busy, and by how much two clocks counting in
+# jiffies (4 ms at HZ=250) and centiseconds can overshoot it in a one-second sample: iostat's util
+# within that is read as 100 %; beyond it the kernel's busy count is no share of the interval, and
+# the trial has no util and is marked.
+UTIL_SHARE = PERCENT
+UTIL_CLOCKS_RESOLUTION = 2.0  # points of %
 # Bytes of redo: a checkpoint age (a PiB of redo is far beyond any server's, as for a flush point).
 REDO_BYTES = Bound(0, MOST_REDO_BYTES, "bytes")
 # Status counters are read as rates, gauges as levels.

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from innomatrix import frame, tree
+from innomatrix import frame, stats, tree
 from innomatrix.parse import ParseError, fast_sysbench, iostat, status, vmstat
 from trees import Trial, real_tiny, steady, write_trial
 
@@ -257,3 +257,18 @@ def test_a_measured_window_without_a_collector_sample_is_marked_when_it_is_longe
     _without_collector_samples_after(tmp_path / "run" / trial.path, keep=1)
     marks = frame.load(tmp_path / "run", workers=1).trials["marks"].iloc[0]
     assert ("vmstat.log: no sample in the measured window" in marks) is marked, marks
+
+
+def test_a_util_iostat_printed_far_above_the_interval_blanks_the_trials_util_and_flags_it(tmp_path) -> None:
+    # The cells table: dev_util_pct blank rather than the mean of the samples that were not over, the
+    # other device figures as they were, and the mark among the trial's flags.
+    run = real_tiny(tmp_path)
+    [trial] = frame.load(run).trials.index
+    path = run / trial / "iostat.json"
+    before = stats.cells(frame.load(run, workers=1)).iloc[0]
+    path.write_text(path.read_text().replace('"util": 34.40}', '"util": 221.39}'))
+    after = stats.cells(frame.load(run, workers=1)).iloc[0]
+    assert before["dev_util_pct"] > 0 and pd.isna(after["dev_util_pct"])
+    assert after["dev_w_s"] == before["dev_w_s"] and after["throughput_median"] == before["throughput_median"]
+    assert "util" not in before["flags"] and after["flagged"]
+    assert "iostat.json:26: util 221.39 % (1 sample(s) above 102 %)" in after["flags"], after["flags"]

@@ -51,6 +51,43 @@ def test_time_stamps_must_be_iso():
         iostat.parse(text, "i.json")
 
 
+def _with_util(tmp_path, util: str):
+    """The real document with its second sample's util replaced (the entry of line 26)."""
+    path = tmp_path / "iostat.json"
+    path.write_text(REAL.read_text().replace('"util": 34.40}', f'"util": {util}}}'))
+    return path
+
+
+def test_a_util_far_above_the_interval_leaves_the_trial_without_util_and_marked(tmp_path):
+    # iostat divides the kernel's busy time by its own interval and does not cap the share: a dm-cache
+    # volume in a TCG guest printed 221.39 % (CI, 2026-12-02). A real reading, no error; but its busy
+    # count is then no share of the interval in any sample: no util for the trial (the mean of the
+    # others would leave out the busiest), the other figures kept, the trial marked.
+    path = _with_util(tmp_path, "221.39")
+    for samples in (iostat.read(path), iostat.parse(path.read_text(), path)):
+        assert np.isnan(samples.metrics["util"]).all()
+        assert samples.metrics["w/s"][1] == 1758.0
+        assert samples.marks == ["iostat.json:26: util 221.39 % (1 sample(s) above 102 %): the kernel's busy "
+                                 "time is no share of the interval here, no util for this trial"]
+    assert iostat.read(REAL).marks == []
+
+
+def test_a_util_just_over_the_interval_is_the_clocks_resolution_read_as_full(tmp_path):
+    path = _with_util(tmp_path, "101.6")
+    for samples in (iostat.read(path), iostat.parse(path.read_text(), path)):
+        assert samples.metrics["util"].tolist() == [34.8, 100.0, 27.2, 31.6, 24.0, 40.0, 38.4]
+        assert samples.marks == []
+        assert "iostat: util up to 101.6 % in 1 sample(s) read as 100 % (the resolution of the two clocks it " \
+               "divides)" in samples.notes
+
+
+@pytest.mark.parametrize("util", ["-0.5", "2e10", "1e309", "NaN"])
+def test_a_util_no_clock_can_give_is_an_error_naming_the_line(tmp_path, util):
+    path = _with_util(tmp_path, util)
+    with pytest.raises(ParseError, match=rf"^{path}:26: util .* is not a value iostat prints \(0–1e\+10 %\)"):
+        iostat.read(path)
+
+
 def _document(disks_per_entry):
     stats = [{"timestamp": f"2026-11-22T10:00:0{k}+0100", "avg-cpu": {"user": 1.0, "idle": 99.0}, "disk": disks}
              for k, disks in enumerate(disks_per_entry)]

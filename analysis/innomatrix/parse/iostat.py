@@ -15,7 +15,9 @@ entry with the same fields) in a third of the time `json` takes, and leaves anyt
 
 Every value is checked against its bound (`innomatrix.bounds`): one iostat cannot print (a
 negative rate, a percentage above 100, NaN, a number too large for a float) is an error naming the
-line of its entry. Time stamps that go back (the clock was set back) are kept and marked.
+line of its entry. Time stamps that go back (the clock was set back) are kept and marked. iostat
+does print a util above 100 % (busy time and interval come from two clocks): just over is read as
+100 %, further over leaves the trial without util, marked.
 """
 
 from __future__ import annotations
@@ -224,12 +226,37 @@ def _checked(samples: IostatSamples, stamps: list[str], boot: Any, text: str, pa
         if bad is not None:
             raise ParseError(path, f"{name} {values[bad]:g} is not a value iostat prints ({bound.describe()})",
                              _line_near(text, {"timestamp": stamps[bad]}))
+    _mark_util_over_the_interval(samples, stamps, text, path)
     stamps = [boot, *stamps] if isinstance(boot, str) else stamps
     times = np.concatenate([_times([boot], text, path), samples.times]) if isinstance(boot, str) else samples.times
     if (np.diff(times) < np.timedelta64(0, "ms")).any():  # rare: only then find the entries' lines
         lines = np.array([_line_near(text, {"timestamp": stamp}) or 0 for stamp in stamps])
         samples.marks = clock_marks(times, lines, path)
     return samples
+
+
+def _mark_util_over_the_interval(samples: IostatSamples, stamps: list[str], text: str, path: str | Path) -> None:
+    """iostat divides the kernel's busy time by its own interval and does not cap the share. Just over
+    100 % is the two clocks' resolution: read as 100 %. Beyond it the kernel's busy count is no share
+    of the interval (dm volumes, a counter that went back): the trial has no util, and is marked."""
+    util = samples.metrics.get("util")
+    if util is None:
+        return
+    full = bounds.UTIL_SHARE.high
+    over = util > full + bounds.UTIL_CLOCKS_RESOLUTION
+    if over.any():
+        first = int(np.argmax(over))
+        line = _line_near(text, {"timestamp": stamps[first]})
+        samples.marks.append(f"{Path(path).name}{f':{line}' if line else ''}: util {util[first]:g} % "
+                             f"({int(over.sum())} sample(s) above {full + bounds.UTIL_CLOCKS_RESOLUTION:g} %): "
+                             "the kernel's busy time is no share of the interval here, no util for this trial")
+        samples.metrics["util"] = np.full_like(util, np.nan)
+        return
+    just_over = util > full
+    if just_over.any():
+        samples.notes.append(f"iostat: util up to {util.max():g} % in {int(just_over.sum())} sample(s) read as "
+                             f"{full:g} % (the resolution of the two clocks it divides)")
+        samples.metrics["util"] = np.minimum(util, full)
 
 
 def _first_sample(text: str) -> dict[str, Any] | None:
