@@ -146,6 +146,7 @@ class Verdict:
     high: float
     verdict: str
     source: str = ""     # FROM_TRIALS, FROM_FLOORS or FROM_DRIFT; "" without an interval
+    steps_share: float = 0.0  # of the interval's variance, what the medians' steps make (between_runs)
 
     @property
     def differs(self) -> bool:
@@ -256,7 +257,9 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     where the rate is a few steps a second, trials and floors alike read the same step over and
     over and their spread is near nothing, while the next trial may read one step more. Each trial
     adds half its step (relative to its median: a median that flips between two steps spreads by
-    half a step) as a known variance, of infinite degrees of freedom.
+    half a step) as a known variance, of infinite degrees of freedom; `steps_share` says how much of
+    the interval's variance that is (more than half: a longer report interval, with finer steps,
+    narrows it most).
     Variance parts with their degrees of freedom combine by Welch-Satterthwaite; one floor that
     serves several parts is one estimate, counted once with its own degrees of freedom.
     """
@@ -294,9 +297,10 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
         return Verdict(ratio, float("nan"), float("nan"), NO_SPREAD)
     half = float(student_t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
     low, high = math.exp(difference - half), math.exp(difference + half)
+    steps_share = sum(value for who, (value, _) in parts.items() if isinstance(who, tuple) and who[0] == "steps") / variance
     if across_runs and not drift_known:
-        return Verdict(ratio, low, high, DRIFT_UNKNOWN, source)
-    return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME, source)
+        return Verdict(ratio, low, high, DRIFT_UNKNOWN, source, steps_share)
+    return Verdict(ratio, low, high, DIFFERS if low > 1 or high < 1 else SAME, source, steps_share)
 
 
 def combined(parts: Iterable[Sequence[float]]) -> tuple[float, float]:
@@ -710,7 +714,7 @@ def name_part(key: str, value: Any) -> str | None:
     return f"rate{value}" if key == "rate" else str(value)
 # What a comparison says of each configuration, after the columns that name it.
 COMPARED = ("a_median", "b_median", "unit", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
-            "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")
+            "steps_share", "a_trials", "b_trials", "a_flags", "b_flags", "only_in", "bp_bytes", "block_bytes")
 # (host, workload, server, layout) -> the noise floor measured for it on the device a run used.
 Floors = dict[tuple[str, str, str, str], HostFloor]
 
@@ -759,6 +763,7 @@ def compare(cells_a: pd.DataFrame, cells_b: pd.DataFrame, th: Thresholds = DEFAU
             "unit": a_info.get("unit") or b_info.get("unit"),
             "ratio": verdict.ratio, "ci_low": verdict.low, "ci_high": verdict.high,
             "differs": verdict.differs, "verdict": verdict.verdict, "interval_from": verdict.source,
+            "steps_share": verdict.steps_share if not math.isnan(verdict.low) else float("nan"),
             "a_trials": a_medians.size, "b_trials": b_medians.size,
             "a_flags": a_info.get("flags", ""), "b_flags": b_info.get("flags", ""),
             "only_in": "" if in_a and in_b else ("A" if in_a else "B"),

@@ -524,3 +524,26 @@ def test_identical_medians_with_their_steps_get_an_interval_and_a_verdict():
     half = 1.959964 * math.sqrt(2 * (0.5 / 4) ** 2 / 3)  # the steps are known: infinite degrees of freedom
     assert math.log(verdict.high) == pytest.approx(half, rel=1e-5)
     assert stats.between_runs(same, same * 1.5, steps=(np.ones(3), np.ones(3))).verdict == stats.DIFFERS
+
+
+def test_a_verdict_whose_interval_is_mostly_the_medians_steps_says_so(tmp_path):
+    # Two runs of 4 tps at 1 s intervals, each of 3 trials a few % apart: half a transaction in each
+    # median is most of the interval, and the compare table says so, with what would narrow it. At
+    # 400 tps the step is nothing beside the trials' spread.
+    for level, mostly in ((4.0, True), (400.0, False)):
+        a = repeated_run(tmp_path / f"a-{level:g}", level, 3, run_to_run=0.02, seed=1)
+        b = repeated_run(tmp_path / f"b-{level:g}", level, 3, run_to_run=0.02, seed=2)
+        report.compare(a, b, say=lambda line: None)
+        out = a / f"compare-{b.name}"
+        [row] = pd.read_csv(out / "compare.csv").to_dict("records")
+        assert (row["steps_share"] > 0.5) is mostly, row
+        shown = (out / "compare.md").read_text()
+        assert ("mostly steps" in shown) is mostly and ("a longer report interval makes the steps finer" in shown) is mostly
+    # The share: each side's half steps relative to its medians, over its trials squared, against the
+    # trials' own variance of the mean of the logarithms.
+    a, b = np.array([4.0, 4.1, 3.9]), np.array([4.0, 4.05, 3.95])
+    steps = sum(float(((0.5 / side) ** 2).sum()) / 9 for side in (a, b))
+    trials = sum(float(np.log(side).var(ddof=1)) / 3 for side in (a, b))
+    verdict = stats.between_runs(a, b, steps=(np.ones(3), np.ones(3)))
+    assert verdict.steps_share == pytest.approx(steps / (steps + trials)) and verdict.steps_share > 0.9
+    assert stats.between_runs(a, b).steps_share == 0

@@ -24,6 +24,9 @@ from innomatrix.stats import FROM_DRIFT, FROM_FLOORS, MATCH, HostFloor, NoiseFlo
 FLAG_MARK = "*"
 # How a verdict says it leans on a host's noise floor (stats.between_runs); from the trials alone it says nothing.
 SOURCE_SHOWN = {FROM_FLOORS: "host noise floor", FROM_DRIFT: "host noise floor: run drift"}
+# A verdict's interval is "mostly steps" where the medians' steps (stats.between_runs) are more than this
+# share of its variance.
+MOSTLY_STEPS = 0.5
 # The columns that name a configuration in a comparison, in the order they are shown
 # (host_a and host_b: the pair of hosts of one run compared by stats.compare_hosts).
 COMPARE_KEYS = ("host_a", "host_b", "layout_a", "layout_b", "members_a", "members_b", "filesystem_a", "filesystem_b", "host", *MATCH)
@@ -875,7 +878,7 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
     plain = all((comparison[c] == layout.PLAIN).all() for c in ("layout", "layout_a", "layout_b") if c in comparison)
     keys = [c for c in COMPARE_KEYS if c in comparison and not (plain and c in ("layout", "members"))]
     columns = [*keys, "unit", "a_median", "b_median", "ratio", "ci_low", "ci_high", "differs", "verdict", "interval_from",
-               "a_trials", "b_trials", "only_in", "a_flags", "b_flags"]
+               "steps_share", "a_trials", "b_trials", "only_in", "a_flags", "b_flags"]
     data = comparison[columns]
     display = pd.DataFrame({key: data[key] for key in keys})
     display["unit"] = data["unit"]
@@ -885,14 +888,18 @@ def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: Noi
     display["95 % CI"] = [f"{fmt(lo, 3)} – {fmt(hi, 3)}" if not pd.isna(lo) else "–"
                           for lo, hi in zip(data["ci_low"], data["ci_high"])]
     display["trials"] = [f"{a}/{b}" for a, b in zip(data["a_trials"], data["b_trials"])]
-    display["verdict"] = [f"{verdict} ({SOURCE_SHOWN[source]})" if source in SOURCE_SHOWN else verdict
-                          for verdict, source in zip(data["verdict"], data["interval_from"])]
+    display["verdict"] = [_verdict_shown(verdict, source, share)
+                          for verdict, source, share in zip(data["verdict"], data["interval_from"], data["steps_share"])]
     notes = [("A and B: the median of each configuration's trial medians (trials that ended ok). A/B = ratio of "
               "the geometric means of the trial medians; 95 % CI: Welch's t interval on their logarithms, so it "
               "measures run-to-run "
               "variance (trials, not intervals, are the independent units); `differs` only when it excludes 1, "
               "and with 1 trial on a side a verdict only from the hosts' noise floors (marked), else none."),
              noise_note(floor, host_floors)]
+    if (data["steps_share"] > MOSTLY_STEPS).any():
+        notes.append("mostly steps: more than half the interval is the step a trial's median moves by (one "
+                     "transaction, New-Order or block per report interval, at rates of a few a second); a longer "
+                     "report interval makes the steps finer and the interval narrower.")
     # Between runs, each trial by its run's name too: the two runs' trials have the same paths in their runs.
     flagged = dict.fromkeys(f"{name}/{entry}" if across_runs else entry for row in data.itertuples()
                             for name, text in ((name_a, row.a_flags), (name_b, row.b_flags)) if text
@@ -922,6 +929,13 @@ WITHIN = {"host": ("host_compare", "Host vs host: ratio A/B of median throughput
 
 # The within-run comparisons whose sides are passes of their own (never interleaved), by what a pass is.
 PASS_APART = {"filesystem": "filesystem", "layout": "layout", "members": "member count"}
+
+
+def _verdict_shown(verdict: str, source: str, steps_share: float) -> str:
+    """A verdict with where its interval came from, when not from the trials alone."""
+    said = [SOURCE_SHOWN[source]] if source in SOURCE_SHOWN else []
+    said += ["mostly steps"] if steps_share > MOSTLY_STEPS else []
+    return f"{verdict} ({'; '.join(said)})" if said else verdict
 
 
 def within_table(comparison: pd.DataFrame, by: str, floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> Table:
