@@ -324,6 +324,8 @@ class NoiseFloor:
     configurations: int      # configurations with 2 or more ok trials, which it is pooled over
     repeats: int             # the fewest ok trials a configuration has, on either side
     detectable: float        # ratio - 1 beyond which a difference shows at those repeats (NaN: none)
+    coarsest_step: float = float("nan")  # the largest step a configuration's medians move in, ÷ the median
+    sd_log: float = float("nan")         # the pooled spread `cov` is of
 
 
 def log_cov(sd_log: float) -> float:
@@ -331,16 +333,23 @@ def log_cov(sd_log: float) -> float:
     return math.sqrt(math.exp(sd_log ** 2) - 1) if not math.isnan(sd_log) else float("nan")
 
 
-def minimum_detectable_effect(sd_log: float, repeats: int, confidence: float = 0.95, df: int | None = None) -> float:
+def minimum_detectable_effect(sd_log: float, repeats: int, confidence: float = 0.95, df: int | None = None,
+                              step: float = 0.0) -> float:
     """The difference (as ratio - 1) that run-to-run noise alone keeps inside the interval of a
     comparison with `repeats` trials a side: its half-width. The spread comes from the trials
     themselves (NaN with fewer than 2 repeats), or, given its degrees of freedom `df`, from a host
-    floor measured beforehand (then 1 repeat a side has an answer too)."""
+    floor measured beforehand (then 1 repeat a side has an answer too). `step`: the step the
+    medians move in, relative to them; each trial adds half of it, as between_runs does."""
     if repeats < 1 or math.isnan(sd_log) or (df is None and repeats < 2) or df == 0:
         return float("nan")
     degrees = df if df is not None else 2 * repeats - 2
-    half = float(student_t.ppf(0.5 + confidence / 2, degrees)) * sd_log * math.sqrt(2 / repeats)
-    return math.exp(half) - 1
+    parts = [(2 * sd_log ** 2 / repeats, float(degrees))]
+    if step > 0:
+        parts.append((2 * (step / 2) ** 2 / repeats, math.inf))
+    variance, degrees = combined(parts)
+    if variance == 0:
+        return 0.0
+    return math.exp(float(student_t.ppf(0.5 + confidence / 2, degrees)) * math.sqrt(variance)) - 1
 
 
 def pooled_spread(cells_table: pd.DataFrame) -> tuple[float, int, int, int]:
@@ -362,8 +371,9 @@ def pooled_spread(cells_table: pd.DataFrame) -> tuple[float, int, int, int]:
 def noise_floor(*cells_tables: pd.DataFrame, confidence: float = 0.95) -> NoiseFloor:
     """Pooled run-to-run spread of the trial medians (log scale) over every configuration with 2
     or more ok trials, and the smallest difference the fewest repeats can detect."""
-    squares, degrees, configurations, fewest = 0.0, 0, 0, None
+    squares, degrees, configurations, fewest, coarsest = 0.0, 0, 0, None, float("nan")
     for table in cells_tables:
+        coarsest = np.fmax(coarsest, coarsest_step(table))
         sd_log, df, pooled, _ = pooled_spread(table)
         if df:
             squares, degrees, configurations = squares + sd_log ** 2 * df, degrees + df, configurations + pooled
@@ -373,7 +383,25 @@ def noise_floor(*cells_tables: pd.DataFrame, confidence: float = 0.95) -> NoiseF
             fewest = int(counts.min()) if fewest is None else min(fewest, int(counts.min()))
     sd_log = math.sqrt(squares / degrees) if degrees else float("nan")
     repeats = fewest or 0
-    return NoiseFloor(log_cov(sd_log), configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence))
+    return NoiseFloor(log_cov(sd_log), configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence),
+                      float(coarsest), sd_log)
+
+
+def steps_matter(step: float, sd_log: float) -> bool:
+    """Half a step (relative to the median) is more than the spread: the step, not the noise, sets
+    what a comparison can show (a floor whose trials read one step again and again has near none)."""
+    return not (math.isnan(step) or math.isnan(sd_log)) and step / 2 > sd_log
+
+
+def coarsest_step(cells_table: pd.DataFrame) -> float:
+    """The largest step (stats.throughput_step) a configuration's ok trial medians move in, as a
+    fraction of them: per configuration the median over its trials; NaN where none is known."""
+    if "throughput_step" not in cells_table:
+        return float("nan")
+    ok = cells_table[(cells_table["status"] == "ok") & (cells_table["throughput_median"] > 0)]
+    relative = ok.assign(relative=ok["throughput_step"] / ok["throughput_median"]).groupby(
+        list(MATCH) + ["host"], sort=False)["relative"].median()
+    return float(relative.max()) if relative.notna().any() else float("nan")
 
 
 # --- per cell --------------------------------------------------------------------------------

@@ -539,6 +539,12 @@ def test_a_verdict_whose_interval_is_mostly_the_medians_steps_says_so(tmp_path):
         assert (row["steps_share"] > 0.5) is mostly, row
         shown = (out / "compare.md").read_text()
         assert ("mostly steps" in shown) is mostly and ("a longer report interval makes the steps finer" in shown) is mostly
+        # ... and the noise line does not promise what the steps keep from showing
+        said = re.search(r"at 3 trials a side, a difference within ±(\d+\.\d)% cannot show"
+                         r"(?: \(±(\d+\.\d)% where the trial medians move in steps of (\d+\.\d)%\))?", shown)
+        assert said and (said[2] is not None) is mostly, shown
+        if mostly:
+            assert float(said[2]) > 2 * float(said[1]) and 24 <= float(said[3]) <= 26, said[0]
     # The share: each side's half steps relative to its medians, over its trials squared, against the
     # trials' own variance of the mean of the logarithms.
     a, b = np.array([4.0, 4.1, 3.9]), np.array([4.0, 4.05, 3.95])
@@ -547,3 +553,19 @@ def test_a_verdict_whose_interval_is_mostly_the_medians_steps_says_so(tmp_path):
     verdict = stats.between_runs(a, b, steps=(np.ones(3), np.ones(3)))
     assert verdict.steps_share == pytest.approx(steps / (steps + trials)) and verdict.steps_share > 0.9
     assert stats.between_runs(a, b).steps_share == 0
+
+
+def test_what_can_show_with_the_steps_is_what_a_verdict_on_identical_medians_gives():
+    # minimum_detectable_effect with a step is the edge of between_runs' interval around identical
+    # medians: 1 trial a side judged by a floor, and 3 a side by their own spread.
+    measured = floor(sd_log=0.01, df=2)
+    for step in (0.0, 0.05, 0.25):
+        edge = stats.between_runs(np.ones(1), np.ones(1), floors=(measured, measured),
+                                  steps=(np.array([step]), np.array([step]))).high - 1
+        assert stats.minimum_detectable_effect(0.01, 1, df=2, step=step) == pytest.approx(edge)
+    a, b = np.exp([0.01, -0.01, 0.0]), np.exp([0.01, -0.01, 0.0])  # sd of the logs: 0.01
+    edge = stats.between_runs(a, b, steps=(0.25 * a, 0.25 * b)).high - 1
+    assert stats.minimum_detectable_effect(0.01, 3, step=0.25) == pytest.approx(edge)
+    assert stats.minimum_detectable_effect(0.01, 3) < 0.05 < stats.minimum_detectable_effect(0.01, 3, step=0.25)
+    assert stats.steps_matter(0.25, 0.01) and not stats.steps_matter(0.01, 0.04)
+    assert not stats.steps_matter(float("nan"), 0.01) and not stats.steps_matter(0.25, float("nan"))

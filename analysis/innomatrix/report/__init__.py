@@ -245,14 +245,13 @@ def noise(*run_dirs: str | Path, say: Say | None = None, thresholds: stats.Thres
                 f"  a difference within this cannot show: {effects}",
             ]
             step = noise_floors.relative_step(cells, floor)
-            if step / 2 > floor.sd_log:
+            if stats.steps_matter(step, floor.sd_log):
                 # A floor of medians that read the same step again and again: what a verdict of one
                 # trial a side can see is set by the step (stats.between_runs), not by the floor.
-                same = stats.between_runs(np.ones(1), np.ones(1), thresholds.confidence, (floor, floor),
-                                          steps=(np.array([step]), np.array([step])))
+                within = stats.minimum_detectable_effect(floor.sd_log, 1, thresholds.confidence, floor.df, step)
                 recorded.lines.append(f"  its trial medians move in steps of {step:.1%} of the median (one transaction "
                                       f"or block an interval), coarser than the floor: each verdict adds half a step a "
-                                      f"trial, and 1 trial a side cannot show a difference within ±{same.high - 1:.1%}")
+                                      f"trial, and 1 trial a side cannot show a difference within ±{within:.1%}")
             for run in runs:
                 if not (run / floor.host).is_dir():
                     continue

@@ -856,6 +856,9 @@ def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
                 f"{floor.configurations} configuration{'s' if floor.configurations != 1 else ''})")
         if floor.repeats >= 2:
             line += f"; at {floor.repeats} trials a side, a difference within ±{floor.detectable:.1%} cannot show"
+            if stats.steps_matter(floor.coarsest_step, floor.sd_log):
+                line += (f" (±{stats.minimum_detectable_effect(floor.sd_log, floor.repeats, step=floor.coarsest_step):.1%}"
+                         f" where the trial medians move in steps of {floor.coarsest_step:.1%})")
         elif not host_floors:
             line += "; with 1 trial on a side a configuration gets no verdict"
     elif host_floors:
@@ -867,8 +870,12 @@ def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
         line += ("; host floors (innomatrix noise), which judge 1 trial a side and the drift between runs: " + "; ".join(
             f"{measured.describe()}, a difference within "
             f"±{stats.minimum_detectable_effect(measured.sd_log, 1, df=measured.df):.1%} cannot show"
+            + (f" (±{stats.minimum_detectable_effect(measured.sd_log, 1, df=measured.df, step=floor.coarsest_step):.1%}"
+               f" where the trial medians move in steps of {floor.coarsest_step:.1%})"
+               if stats.steps_matter(floor.coarsest_step, measured.sd_log) else "")
             for measured in host_floors))
     return line
+
 
 
 def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor,
