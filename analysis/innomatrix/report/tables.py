@@ -877,7 +877,6 @@ def noise_note(floor: NoiseFloor, host_floors: Iterable[HostFloor] = ()) -> str:
     return line
 
 
-
 def compare_table(comparison: pd.DataFrame, name_a: str, name_b: str, floor: NoiseFloor,
                   host_floors: Iterable[HostFloor] = (), across_runs: bool = False) -> Table:
     """Ratio A/B per configuration (stats.compare) for display; `across_runs`: A and B are two
