@@ -320,12 +320,15 @@ def combined(parts: Iterable[Sequence[float]]) -> tuple[float, float]:
 class NoiseFloor:
     """Run-to-run noise of a set of runs: what a comparison of them can and cannot see."""
 
-    cov: float               # of the trial medians within a configuration, pooled (NaN: no repeats)
+    sd_log: float            # of the log trial medians within a configuration, pooled (NaN: no repeats)
     configurations: int      # configurations with 2 or more ok trials, which it is pooled over
     repeats: int             # the fewest ok trials a configuration has, on either side
     detectable: float        # ratio - 1 beyond which a difference shows at those repeats (NaN: none)
     coarsest_step: float = float("nan")  # the largest step a configuration's medians move in, ÷ the median
-    sd_log: float = float("nan")         # the pooled spread `cov` is of
+
+    @property
+    def cov(self) -> float:
+        return log_cov(self.sd_log)
 
 
 def log_cov(sd_log: float) -> float:
@@ -383,8 +386,8 @@ def noise_floor(*cells_tables: pd.DataFrame, confidence: float = 0.95) -> NoiseF
             fewest = int(counts.min()) if fewest is None else min(fewest, int(counts.min()))
     sd_log = math.sqrt(squares / degrees) if degrees else float("nan")
     repeats = fewest or 0
-    return NoiseFloor(log_cov(sd_log), configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence),
-                      float(coarsest), sd_log)
+    return NoiseFloor(sd_log, configurations, repeats, minimum_detectable_effect(sd_log, repeats, confidence),
+                      float(coarsest))
 
 
 def steps_matter(step: float, sd_log: float) -> bool:
