@@ -70,8 +70,9 @@ e2e: root venv
 # unit tests on two workers (they only compute); the end-to-end tests and Molecule in two lanes
 # (tests/e2e/lanes.sh: localhost, the podman fleet and Molecule in one; the VM guest, MySQL 9.7
 # and the container hosts' checks in the other), each one test at a time, then the known answers
-# that need a quiet machine, alone. -m "not long": the tests marked long (pyproject.toml) are left
-# out, whole; `make test-long` runs them, with the same set-up.
+# that need a quiet machine: the verdicts' beside seed 000's OLTP cache, then the reduced matrix
+# alone. -m "not long": the tests marked long (pyproject.toml) are left out, whole; `make
+# test-long` runs them, with the same set-up.
 test: root lint $(STAMP)/test-os $(STAMP)/molecule-os $(STAMP)/vm-os
 	INNOMATRIX_NO_SKIPS=1 $(BIN)/pytest -q -n 2 tests/unit
 	tests/e2e/lanes.sh "$(MAKE) --no-print-directory"

@@ -1,13 +1,12 @@
 """Seed 000's own figure, OLTP through a flash cache (issue #31), in a guest of its own with the two
-disks of the cache alone: the slow disk held to HDD_IOPS and the unthrottled emulated NVMe. Under
-TCG the cache's side is bound by the guest's CPU, not the flash: beside the local tests a CI-like
-run read a 100-IOPS disk alone at 3.96, 3.0 and 2.0 tps and the cache at 5.96, 7.07 and 4.12 (at
-150 IOPS, with fewer tests beside it: 4.0 against 7-14), where alone it read 3.5-4.0 against
-22.5-23.5 (4.0 against 17.1-22.6 in a CI-like run, alone after both lanes). Marked long (`make
-test-long`): alone after the lanes it costs CI's run some 9 minutes, which CI's 90 cannot spare;
-test_vm_layouts.py's fileio form of the same known answer runs in `make test`. This one also checks
-the NVMe's own count against the kernel's in every cache trial, and the three levels of bytes per
-transaction."""
+disks of the cache alone: the slow disk held to OLTP_HDD_IOPS and the unthrottled emulated NVMe.
+Under TCG the cache's side is bound by the guest's CPU, not the flash: a 150-IOPS disk alone read
+4.0 tps, and the cache 17.5-25 alone, 7-14 beside the local tests, 11.4-14.5 beside the verdicts'
+known answer (3.3 × the disk: too near 3). So `make test` runs it after both lanes, beside the
+verdicts' known answer only, whose trials leave it most of a core (tests/e2e/lanes.sh), and holds
+the disk to 75 IOPS, about 2 tps, a slow 7200-rpm disk's random reads. test_vm_layouts.py has the
+fileio form of the same known answer and its A/A. This one also checks the NVMe's own count against
+the kernel's in every cache trial, and the three levels of bytes per transaction."""
 
 from __future__ import annotations
 
@@ -19,15 +18,19 @@ import pandas as pd
 import pytest
 
 from e2e_env import NEEDS_ROOT
-from vm_host import needs_vm, vm_host
+from vm_host import Disk, needs_vm, vm_host
 from vm_layouts import CACHE_DISKS, CACHE_SERIAL, HDD_SERIAL, REPEATS_CACHE, Layouts
 
 pytestmark = [*NEEDS_ROOT, needs_vm]
 
+# Half the fileio test's HDD_IOPS: the cache must read 3 × the disk alone with the guest short of CPU.
+OLTP_HDD_IOPS = 75
+
 
 @pytest.fixture(scope="module")
 def vm():
-    with vm_host("innomatrix-e2e-vmc-", "vm-c", **CACHE_DISKS) as (base, host):
+    disks = [Disk(HDD_SERIAL, size=1 << 30, iops=OLTP_HDD_IOPS)]
+    with vm_host("innomatrix-e2e-vmc-", "vm-c", disks=disks, nvme=CACHE_DISKS["nvme"]) as (base, host):
         base.chmod(0o755)
         yield Layouts(base, host)
 
@@ -46,10 +49,9 @@ def flash_counted(trial_dir: Path, disks: dict, nvme: str) -> None:
     assert abs(counted["written_bytes"] - counted["sent_bytes"]) <= 0.05 * counted["sent_bytes"] + 512_000, counted
 
 
-@pytest.mark.long
 def test_a_writeback_cache_in_front_of_a_slow_disk_beats_the_disk_alone(vm):
     # Seed 000: a flash cache in front of a slow disk, the working set beyond the buffer pool but
-    # within the cache. The backing device is a disk held to HDD_IOPS, the cache device the
+    # within the cache. The backing device is a disk held to OLTP_HDD_IOPS, the cache device the
     # unthrottled NVMe; OLTP reads what the 16M pool cannot hold (2 × 50 000 rows, about 25 MB) and
     # commits with fsync. Known answer: the cache at least 3 × the disk alone, "differs", and the
     # cache answers at least 80 % of the reads (the load wrote the dataset through it: warm).

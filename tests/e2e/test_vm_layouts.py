@@ -6,7 +6,7 @@ back from the kernel, the filesystem aligned to it, removed after its pass, with
 lvm-stripe's trial and a rerun that finishes it, and the report comparing mdadm with LVM; then seed
 000's flash cache: random reads from a slow disk alone and behind a dm-cache on the emulated NVMe,
 and the disk alone in two more runs, judged by its noise floor (OLTP the same way is
-test_vm_cache_oltp.py, a long test); last, the NVMe's own count (SMART data units) of a
+test_vm_cache_oltp.py, in a guest of its own); last, the NVMe's own count (SMART data units) of a
 sequential write against what sysbench wrote, a cold dm-cache and a cold bcache.
 
 Known answers: every layout member is throttled by QEMU to MEMBER_IOPS, so random reads over a
