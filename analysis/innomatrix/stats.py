@@ -132,6 +132,7 @@ DIFFERS, SAME = "differs", "no difference"
 UNKNOWN = "1 trial on a side: run-to-run variance unknown"
 NO_SPREAD = "identical trial medians: run-to-run variance unknown"
 DRIFT_UNKNOWN = "two runs: run-to-run drift not measured"
+NOTHING_DONE = "a trial's median throughput is 0: no ratio"
 # Where a comparison's interval came from: the trials themselves, the hosts' noise floors (for a
 # side of one trial), or the trials with each run's drift from the floors (two runs compared).
 FROM_TRIALS, FROM_FLOORS, FROM_DRIFT = "trials", "host noise floor", "trials + run drift (host noise floor)"
@@ -265,8 +266,12 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     """
     a = np.log(np.asarray(a_medians, dtype=np.float64))
     b = np.log(np.asarray(b_medians, dtype=np.float64))
-    if a.size == 0 or b.size == 0 or not (np.isfinite(a).all() and np.isfinite(b).all()):
+    if a.size == 0 or b.size == 0:
         return Verdict(float("nan"), float("nan"), float("nan"), "")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        # A trial whose median interval committed nothing (a disk slower than one transaction a
+        # report interval, or stalled for most of the trial): its logarithm has no place in a mean.
+        return Verdict(float("nan"), float("nan"), float("nan"), NOTHING_DONE)
     difference = float(a.mean() - b.mean())
     ratio = math.exp(difference)
     sides = list(zip((a, b), floors or (None, None)))

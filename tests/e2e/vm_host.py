@@ -109,11 +109,16 @@ class PortTaken(RuntimeError):
 class Disk:
     """A member disk as asked for: a sparse raw file of size bytes that the guest sees with this
     serial; iops and bps cap it with QEMU's throttling.iops-total and throttling.bps-total,
-    which QEMU keeps exactly: a disk of known speed makes a known answer."""
+    which QEMU keeps exactly: a disk of known speed makes a known answer. host_flushes=False:
+    QEMU acknowledges the guest's cache flushes without an fdatasync of the file on this machine
+    (cache.no-flush), so what this machine's own disk is doing for other tests is not part of the
+    disk's speed; QEMU still writes past its page cache and keeps no cache of its own, so killing
+    QEMU still loses only what the guest had not written yet."""
     serial: str
     size: int = DISK_SIZE
     iops: int | None = None
     bps: int | None = None
+    host_flushes: bool = True
 
 
 @dataclass(frozen=True)
@@ -208,10 +213,12 @@ class VmHost:
             "-object", "rng-random,id=rng0,filename=/dev/urandom", "-device", "virtio-rng-pci,rng=rng0",
         ]
         for member in self.disks:
-            # cache=none: QEMU writes to the file with O_DIRECT, past this machine's page cache,
-            # and keeps no write cache of its own for a raw file: killing QEMU loses what the
-            # guest had not written to its disk yet, never what it had. A pulled plug.
-            drive = f"file={member.file},if=none,id=d-{member.serial},format=raw,cache=none"
+            # cache.direct=on (cache=none, with no-flush as the disk asks): QEMU writes to the file
+            # with O_DIRECT, past this machine's page cache, and keeps no write cache of its own for
+            # a raw file: killing QEMU loses what the guest had not written to its disk yet, never
+            # what it had. A pulled plug.
+            drive = f"file={member.file},if=none,id=d-{member.serial},format=raw,cache.direct=on"
+            drive += ",cache.no-flush=off" if member.disk.host_flushes else ",cache.no-flush=on"
             if member.disk.iops is not None:
                 drive += f",throttling.iops-total={member.disk.iops}"
             if member.disk.bps is not None:

@@ -113,6 +113,13 @@ def test_identical_trial_medians_give_no_verdict():
     assert verdict.verdict == stats.NO_SPREAD and not verdict.differs
 
 
+def test_a_trial_median_of_zero_gives_no_ratio_and_says_why():
+    # A disk at a transaction every other second reads 0 in its median second (a CI run, 75 IOPS).
+    verdict = stats.between_runs(np.array([1.0, 1.5, 0.0]), np.array([10.35, 14.29, 7.0]))
+    assert verdict.verdict == stats.NOTHING_DONE and not verdict.differs
+    assert np.isnan(verdict.ratio) and np.isnan(verdict.low)
+
+
 def test_the_verdict_is_symmetric_and_reads_trials_not_intervals():
     a, b = np.array([1000.0, 1100.0, 1050.0]), np.array([900.0, 950.0, 1000.0])
     ab, ba = stats.between_runs(a, b), stats.between_runs(b, a)

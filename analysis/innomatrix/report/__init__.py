@@ -310,8 +310,8 @@ def _verdict_line(comparison: pd.DataFrame, hosts: list[str] | None = None) -> s
     """What a comparison found, in one line; for host vs host, which hosts it paired."""
     matched = int((comparison["only_in"] == "").sum()) if len(comparison) else 0
     differs = int(comparison["differs"].sum()) if len(comparison) else 0
-    withheld = (comparison[comparison["verdict"].isin([stats.UNKNOWN, stats.NO_SPREAD, stats.DRIFT_UNKNOWN])]
-                if len(comparison) else comparison)
+    no_verdict = [stats.UNKNOWN, stats.NO_SPREAD, stats.DRIFT_UNKNOWN, stats.NOTHING_DONE]
+    withheld = comparison[comparison["verdict"].isin(no_verdict)] if len(comparison) else comparison
     headline = f"{matched} matching configurations, {differs} differ (95 % CI excludes 1)"
     if len(withheld):
         headline += f", {len(withheld)} without a verdict ({'; '.join(sorted(set(withheld['verdict'])))})"
