@@ -40,9 +40,9 @@ WARMUP_S, DURATION_S, INTERVAL_S = 4, 12, 2
 
 @pytest.fixture(scope="module")
 def vm():
-    # Both disks acknowledge the guest's flushes without an fdatasync here: beside the verdicts'
-    # known answer, whose servers fsync on this machine's disk, a flush waited on it (the disk alone
-    # read 0-1.5 tps in CI's run where its throttle allowed 2; 3.995-4.0 at 150 IOPS without).
+    # Both disks acknowledge the guest's flushes without an fdatasync here: the verdicts' known
+    # answer beside it fsyncs on this machine's disk, which is no part of either disk's speed (with
+    # flushes, CI's run read the disk alone at 1.0, 1.5 and 0 tps where a run here read 2.0-2.5).
     disks = [Disk(HDD_SERIAL, size=1 << 30, iops=OLTP_HDD_IOPS, host_flushes=False)]
     nvme = [dataclasses.replace(disk, host_flushes=False) for disk in CACHE_DISKS["nvme"]]
     with vm_host("innomatrix-e2e-vmc-", "vm-c", disks=disks, nvme=nvme) as (base, host):
