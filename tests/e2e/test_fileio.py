@@ -120,9 +120,13 @@ def test_every_fileio_sub_test_is_a_recorded_cell(env):
     assert len(prepared) == 2
     assert all(json.loads(p.read_text())["scale"]["file_num"] == 64 for p in prepared)
     assert (run_dir / "report.html").exists()
-    # A fileio tree passes the checks a tree from elsewhere gets without a mark (see test_matrix).
-    marks = frame.load(run_dir).trials["marks"]
-    assert (marks == "").all(), {trial: mark for trial, mark in marks.items() if mark}
+    # A fileio tree passes the checks a tree from elsewhere gets without a mark (see test_matrix),
+    # but one: iostat's util beyond its clocks' tolerance, which a loop device on this loaded machine
+    # once read (103.2 % in one second, a CI-like run with both lanes); that trial loses its util,
+    # marked, by design (the iostat parser's unit tests), and keeps every other figure.
+    marks = {trial: [entry for entry in mark.split("; ") if not entry.endswith("no util for this trial")]
+             for trial, mark in frame.load(run_dir).trials["marks"].items() if mark}
+    assert not any(marks.values()), marks
     assert env.stray_processes() == []
 
 
