@@ -264,14 +264,16 @@ def between_runs(a_medians: np.ndarray, b_medians: np.ndarray, confidence: float
     Variance parts with their degrees of freedom combine by Welch-Satterthwaite; one floor that
     serves several parts is one estimate, counted once with its own degrees of freedom.
     """
-    a = np.log(np.asarray(a_medians, dtype=np.float64))
-    b = np.log(np.asarray(b_medians, dtype=np.float64))
-    if a.size == 0 or b.size == 0:
+    a_linear, b_linear = np.asarray(a_medians, dtype=np.float64), np.asarray(b_medians, dtype=np.float64)
+    if a_linear.size == 0 or b_linear.size == 0:
         return Verdict(float("nan"), float("nan"), float("nan"), "")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+    if (a_linear == 0).any() or (b_linear == 0).any():
         # A trial whose median interval committed nothing (a disk slower than one transaction a
-        # report interval, or stalled for most of the trial): its logarithm has no place in a mean.
+        # report interval, or stalled for most of the trial): it has no logarithm to average.
         return Verdict(float("nan"), float("nan"), float("nan"), NOTHING_DONE)
+    a, b = np.log(a_linear), np.log(b_linear)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return Verdict(float("nan"), float("nan"), float("nan"), "")
     difference = float(a.mean() - b.mean())
     ratio = math.exp(difference)
     sides = list(zip((a, b), floors or (None, None)))
